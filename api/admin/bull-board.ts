@@ -1,0 +1,51 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Middleware } from 'koa';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { KoaAdapter } from '@bull-board/koa';
+import type { Container } from '../../shared/container';
+import { ApiError } from '../../shared/errors';
+
+export const BULL_BOARD_PATH = '/admin/queues';
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** The admin credential from `Authorization: Bearer <token>` or HTTP Basic (any user, token as password). */
+function presentedToken(header: string): string | null {
+  const bearer = /^Bearer\s+(\S+)$/i.exec(header);
+  if (bearer) return bearer[1]!;
+  const basic = /^Basic\s+(\S+)$/i.exec(header);
+  if (basic) {
+    const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+    return decoded.slice(decoded.indexOf(':') + 1);
+  }
+  return null;
+}
+
+/**
+ * Bull Board for support at /admin/queues, behind the operator credential `DESKHAND_ADMIN_TOKEN`
+ * (HTTP Basic in a browser: any user name, the token as password). Closed when the token is unset.
+ */
+export function bullBoard(container: Container): Middleware {
+  const adapter = new KoaAdapter();
+  adapter.setBasePath(BULL_BOARD_PATH);
+  createBullBoard({ queues: container.queues.all().map((queue) => new BullMQAdapter(queue)), serverAdapter: adapter });
+  const board = adapter.registerPlugin();
+  const adminToken = container.config.adminToken;
+  return async (ctx, next) => {
+    if (ctx.path !== BULL_BOARD_PATH && !ctx.path.startsWith(`${BULL_BOARD_PATH}/`)) return next();
+    if (!adminToken) {
+      throw new ApiError('permission', 'Bull Board is closed: set DESKHAND_ADMIN_TOKEN to open it');
+    }
+    const token = presentedToken(ctx.get('authorization'));
+    if (!token || !sameSecret(token, adminToken)) {
+      ctx.set('WWW-Authenticate', 'Basic realm="Deskhand queues"');
+      throw new ApiError('authentication', 'Bull Board needs the admin credential (DESKHAND_ADMIN_TOKEN)');
+    }
+    return board(ctx, next);
+  };
+}

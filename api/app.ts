@@ -1,0 +1,70 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { Type } from '@sinclair/typebox';
+import type { Container } from '../shared/container';
+import { notFound } from '../shared/errors';
+import { requestContext } from './middleware/request-context';
+import { errorHandler } from './middleware/errors';
+import { jsonBody, DEFAULT_BODY_LIMIT_BYTES } from './middleware/json-body';
+import { rateLimitByIp } from './middleware/rate-limit';
+import { bullBoard } from './admin/bull-board';
+import { defineRoute, mountRoutes, type RequestState, type RouteSpec } from './routing';
+import { buildOpenApiDocument } from './openapi';
+import { healthRoutes } from './routes/health.routes';
+import { auditRoutes } from './routes/audit.routes';
+
+/** Every route of the API, in the order they are documented. */
+export function allRoutes(container: Container): RouteSpec[] {
+  const routes: RouteSpec[] = [...healthRoutes(container), ...auditRoutes(container)];
+  let document: Record<string, unknown> | null = null;
+  routes.push(
+    defineRoute({
+      method: 'get',
+      path: '/openapi.json',
+      operationId: 'openapi',
+      summary: 'This API as an OpenAPI 3.1 document',
+      tag: 'Health',
+      auth: 'none',
+      response: Type.Object({ openapi: Type.String() }, { additionalProperties: true }),
+      errors: [],
+      handler: async () => (document ??= buildOpenApiDocument(routes, container.config.baseUrl)) as { openapi: string },
+    }),
+  );
+  return routes;
+}
+
+/** The Koa application: one error middleware first, then the edge concerns, then the routes. */
+export function createApp(container: Container, options: { validateResponses?: boolean } = {}) {
+  const app = new Koa({ proxy: container.config.trustProxy });
+  const routes = allRoutes(container);
+  const router = new Router();
+  mountRoutes(router, routes, {
+    authenticate: (header) => container.apiKeys.authenticate(header),
+    validateResponses: options.validateResponses ?? false,
+  });
+  const largeBodyPaths = new Set(routes.filter((route) => route.bodyLimitBytes).map((route) => route.path));
+  const limitV1 = rateLimitByIp({ redis: container.redis, prefix: container.config.redisPrefix, pointsPerHour: container.config.rateLimitPerHour });
+
+  app.use(requestContext(container.logger));
+  app.use(errorHandler());
+  app.use(bullBoard(container));
+  const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
+  app.use((ctx, next) => (isV1(ctx.path) ? limitV1(ctx, next) : next()));
+  // Every /v1 request needs an org API key: checked before the body is read or the route is known.
+  app.use(async (ctx, next) => {
+    if (isV1(ctx.path)) (ctx.state as RequestState).auth = await container.apiKeys.authenticate(ctx.get('authorization') || undefined);
+    return next();
+  });
+  app.use(
+    jsonBody({
+      limitBytes: DEFAULT_BODY_LIMIT_BYTES,
+      largeLimitBytes: 8 * 1024 * 1024,
+      isLargeBodyPath: (path) => largeBodyPaths.has(path),
+    }),
+  );
+  app.use(router.routes());
+  app.use((ctx) => {
+    throw notFound(`No route ${ctx.method} ${ctx.path}`);
+  });
+  return { app, routes, router };
+}

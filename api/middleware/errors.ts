@@ -1,0 +1,50 @@
+import type { Middleware } from 'koa';
+import { ApiError } from '../../shared/errors';
+import type { RequestState } from '../routing';
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  type?: string;
+  message?: string;
+}
+
+/** Maps body-parser and other client errors raised by libraries to the spec's shape. */
+function fromHttpError(error: HttpLikeError): ApiError | null {
+  const status = error.status ?? error.statusCode;
+  if (!status || status >= 500 || !error.expose) return null;
+  if (status === 413 || error.type === 'entity.too.large') {
+    return new ApiError('invalid_request', 'Request body is too large', { status: 413 });
+  }
+  if (error.type === 'entity.parse.failed' || /JSON|Unexpected token|Unexpected end/i.test(error.message ?? '')) {
+    return new ApiError('invalid_request', 'Request body is not valid JSON');
+  }
+  if (status === 415) return new ApiError('invalid_request', 'Content-Type must be application/json');
+  if (status === 400) return new ApiError('invalid_request', error.message || 'Malformed request');
+  return null;
+}
+
+/**
+ * The one place errors become responses: `ApiError` as the spec's body, client errors from
+ * libraries as `invalid_request`, anything else as a generic 500 with the stack logged.
+ */
+export function errorHandler(): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (caught) {
+      const apiError = caught instanceof ApiError ? caught : fromHttpError(caught as HttpLikeError);
+      if (apiError) {
+        ctx.status = apiError.status;
+        ctx.body = apiError.toBody();
+        for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
+        return;
+      }
+      (ctx.state as RequestState).logger?.error({ err: caught }, 'unhandled error');
+      const error = new ApiError('server_error', 'Something went wrong on our side; retry with backoff');
+      ctx.status = 500;
+      ctx.body = error.toBody();
+    }
+  };
+}

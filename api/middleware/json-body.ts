@@ -1,0 +1,37 @@
+import type { Middleware } from 'koa';
+import { koaBody } from 'koa-body';
+import { ApiError, invalidRequest } from '../../shared/errors';
+
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * Parses JSON request bodies up to `limitBytes` (routes may allow more through `largeBodyPaths`)
+ * and refuses bodies of any other content type, so that a wrong `Content-Type` is a clear 400.
+ */
+export function jsonBody(options: { limitBytes: number; largeLimitBytes: number; isLargeBodyPath: (path: string) => boolean }): Middleware {
+  const parsers = {
+    normal: koaBody({ json: true, jsonStrict: true, jsonLimit: options.limitBytes, urlencoded: false, text: false, multipart: false }),
+    large: koaBody({ json: true, jsonStrict: true, jsonLimit: options.largeLimitBytes, urlencoded: false, text: false, multipart: false }),
+  };
+  return async (ctx, next) => {
+    if (ctx.method === 'GET' || ctx.method === 'HEAD' || ctx.method === 'DELETE' || ctx.method === 'OPTIONS') return next();
+    const length = Number(ctx.get('content-length') || 0);
+    const hasBody = length > 0 || Boolean(ctx.get('transfer-encoding'));
+    if (!hasBody) return next();
+    if (!ctx.is('application/json')) throw invalidRequest('Content-Type must be application/json');
+    const parser = options.isLargeBodyPath(ctx.path) ? parsers.large : parsers.normal;
+    // Parse first, then call the routes outside the try, so that only parsing errors are read as such.
+    try {
+      await parser(ctx, async () => undefined);
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      if (status === 413) throw new ApiError('invalid_request', `Request body is too large (limit ${limitText(ctx.path)})`, { status: 413 });
+      throw invalidRequest('Request body is not valid JSON');
+    }
+    return next();
+  };
+  function limitText(path: string): string {
+    const bytes = options.isLargeBodyPath(path) ? options.largeLimitBytes : options.limitBytes;
+    return `${Math.round(bytes / 1024 / 1024)} MB`;
+  }
+}

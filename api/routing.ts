@@ -1,0 +1,194 @@
+import type { Context } from 'koa';
+import type Router from '@koa/router';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
+import { ApiError, invalidRequest } from '../shared/errors';
+import type { AuthContext } from '../shared/api-keys/api-keys.service';
+import type { Logger } from '../shared/logger';
+
+/**
+ * Every HTTP route is declared once as a `RouteSpec`: its schemas validate requests, feed the
+ * OpenAPI document, and (in tests) check responses. A handler receives validated input and
+ * returns the response body.
+ */
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** Per-request data that middleware puts in `ctx.state`. */
+export interface RequestState {
+  requestId: string;
+  logger: Logger;
+  auth?: AuthContext;
+}
+
+type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback;
+
+export interface HandlerInput<P, Q, B> {
+  params: StaticOr<P, Record<string, never>>;
+  query: StaticOr<Q, Record<string, never>>;
+  body: StaticOr<B, undefined>;
+  /** The org the request acts for (routes with `auth: 'api_key'`). */
+  auth: AuthContext;
+  requestId: string;
+  logger: Logger;
+  ctx: Context;
+}
+
+export interface RouteSpec<
+  P extends TObject | undefined = TObject | undefined,
+  Q extends TObject | undefined = TObject | undefined,
+  B extends TSchema | undefined = TSchema | undefined,
+  R extends TSchema = TSchema,
+> {
+  method: Method;
+  /** OpenAPI-style path: `/v1/agents/{agent_id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  auth: 'api_key' | 'none';
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Body size limit for this route, when larger than the default. */
+  bodyLimitBytes?: number;
+  /** 200 response schema, or a non-JSON content type the handler writes itself. */
+  response: R | { contentType: string; description: string };
+  /** Error statuses the route can answer besides 401/429/500, for the document. */
+  errors: number[];
+  handler: (input: HandlerInput<P, Q, B>) => Promise<R extends TSchema ? Static<R> | void : void>;
+}
+
+/** Identity with inference: `defineRoute({...})` checks the handler against the schemas. */
+export function defineRoute<
+  P extends TObject | undefined = undefined,
+  Q extends TObject | undefined = undefined,
+  B extends TSchema | undefined = undefined,
+  R extends TSchema = TSchema,
+>(spec: RouteSpec<P, Q, B, R>): RouteSpec {
+  return spec as unknown as RouteSpec;
+}
+
+const bodyAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: false }));
+const queryAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: true, useDefaults: true }));
+const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
+
+function fieldName(where: string, error: ErrorObject): string {
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const joined = path.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
+  if (where === 'body') return joined || 'body';
+  return joined ? `${where} parameter ${joined}` : `${where} parameters`;
+}
+
+/** One clear sentence from the first schema error, naming the field. */
+export function describeSchemaError(where: 'body' | 'query' | 'path', error: ErrorObject): string {
+  const field = fieldName(where, error);
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'required': {
+      const parent = field === 'body' || field.endsWith('parameters') ? '' : `${field}.`;
+      const name = `${parent}${String(params.missingProperty)}`;
+      return where === 'body' ? `${name} is required` : `${where} parameter ${name} is required`;
+    }
+    case 'additionalProperties':
+      return `${field} has an unknown field "${String(params.additionalProperty)}"`;
+    case 'type':
+      return `${field} must be ${params.type === 'integer' ? 'an integer' : `of type ${String(params.type)}`}`;
+    case 'enum':
+      return `${field} must be one of: ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'const':
+      return `${field} must be ${JSON.stringify(params.allowedValue)}`;
+    case 'propertyNames':
+      return `${field} has a key "${String(params.propertyName)}" that is too long or malformed`;
+    case 'maxProperties':
+      return `${field} has more than ${String(params.limit)} keys`;
+    case 'maxLength':
+      return `${field} must be at most ${String(params.limit)} characters`;
+    case 'minLength':
+      return params.limit === 1 ? `${field} must not be empty` : `${field} must be at least ${String(params.limit)} characters`;
+    case 'maxItems':
+      return `${field} must have at most ${String(params.limit)} items`;
+    case 'minItems':
+      return `${field} must have at least ${String(params.limit)} items`;
+    case 'uniqueItems':
+      return `${field} must not repeat items`;
+    case 'maximum':
+      return `${field} must be at most ${String(params.limit)}`;
+    case 'minimum':
+      return `${field} must be at least ${String(params.limit)}`;
+    case 'pattern':
+    case 'format':
+      return `${field} is malformed${error.parentSchema && (error.parentSchema as { description?: string }).description ? ` (${(error.parentSchema as { description: string }).description})` : ''}`;
+    default:
+      return `${field} ${error.message ?? 'is invalid'}`;
+  }
+}
+
+function compile(ajv: Ajv, schema: TSchema | undefined): ValidateFunction | null {
+  return schema ? ajv.compile(schema) : null;
+}
+
+function check(validate: ValidateFunction | null, value: unknown, where: 'body' | 'query' | 'path'): void {
+  if (validate && !validate(value)) throw invalidRequest(describeSchemaError(where, validate.errors![0]!));
+}
+
+export interface MountOptions {
+  authenticate: (header: string | undefined) => Promise<AuthContext>;
+  /** Check every JSON response against its schema (tests): a mismatch is a 500. */
+  validateResponses: boolean;
+}
+
+/** Koa path from an OpenAPI path: `{agent_id}` → `:agent_id`. */
+export function koaPath(path: string): string {
+  return path.replace(/\{([^}]+)\}/g, ':$1');
+}
+
+/** Registers `routes` on `router`, each wrapped with auth, validation and serialization. */
+export function mountRoutes(router: Router, routes: RouteSpec[], options: MountOptions): void {
+  for (const route of routes) {
+    const validateParams = compile(queryAjv, route.params);
+    const validateQuery = compile(queryAjv, route.query);
+    const validateBody = compile(bodyAjv, route.body);
+    const validateResponse =
+      options.validateResponses && !('contentType' in route.response) ? responseAjv.compile(route.response) : null;
+
+    router[route.method](route.operationId, koaPath(route.path), async (ctx: Context) => {
+      const state = ctx.state as RequestState;
+      if (route.auth === 'api_key' && !state.auth) {
+        state.auth = await options.authenticate(ctx.get('authorization') || undefined);
+      }
+      const params = { ...(ctx.params as Record<string, string>) };
+      check(validateParams, params, 'path');
+      const query: Record<string, unknown> = { ...ctx.query };
+      check(validateQuery, query, 'query');
+      let body: unknown = undefined;
+      if (route.body) {
+        body = (ctx.request as unknown as { body?: unknown }).body;
+        if (body === undefined) throw invalidRequest('Request body is required (JSON)');
+        check(validateBody, body, 'body');
+      }
+      const result = await route.handler({
+        params,
+        query,
+        body,
+        auth: state.auth!,
+        requestId: state.requestId,
+        logger: state.logger,
+        ctx,
+      } as HandlerInput<TObject, TObject, TSchema>);
+      if ('contentType' in route.response) return; // the handler wrote the body
+      if (validateResponse && !validateResponse(result)) {
+        throw new Error(`response of ${route.operationId} does not match its schema: ${responseAjv.errorsText(validateResponse.errors)}`);
+      }
+      ctx.status = 200;
+      ctx.body = result;
+    });
+  }
+}
+
+export { ApiError };

@@ -1,0 +1,124 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { ConfigError, loadConfig } from '../shared/config';
+import { migrateLatest } from '../shared/db/knex';
+import { createContainer } from '../shared/container';
+import { PROCESS_TYPES, type ProcessType } from '../shared/queues/catalog';
+import { startDeskhand } from './start';
+
+/** Prints one JSON object on stdout, the CLI's machine-readable answer. */
+function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Runs `work` with a container and closes it after, whatever happens. */
+async function withContainer<T>(work: (container: ReturnType<typeof createContainer>) => Promise<T>): Promise<T> {
+  const container = createContainer(loadConfig(), { dbPoolMax: 2 });
+  try {
+    return await work(container);
+  } finally {
+    await container.close();
+  }
+}
+
+function processTypes(value: string, previous: ProcessType[] = []): ProcessType[] {
+  const types = value.split(',').map((type) => type.trim()).filter(Boolean);
+  for (const type of types) {
+    if (!(PROCESS_TYPES as readonly string[]).includes(type)) {
+      throw new InvalidArgumentError(`unknown process type "${type}"; one of ${PROCESS_TYPES.join(', ')}`);
+    }
+  }
+  return [...previous, ...(types as ProcessType[])];
+}
+
+async function printDevelopmentKeyOnce(container: ReturnType<typeof createContainer>): Promise<void> {
+  if (container.config.env !== 'development' || (await container.orgs.any())) return;
+  const { org, secret } = await container.orgs.create('Development org');
+  const base = container.config.baseUrl;
+  process.stdout.write(
+    [
+      '',
+      `Created the development org ${org.org_id} and its API key (shown once; \`npx deskhand keys create --org ${org.org_id} --name NAME\` makes more):`,
+      '',
+      `  ${secret}`,
+      '',
+      'Try it:',
+      `  curl -H "Authorization: Bearer ${secret}" ${base}/v1/agents`,
+      '',
+    ].join('\n'),
+  );
+}
+
+export function buildProgram(): Command {
+  const program = new Command('deskhand').description('Deskhand: run AI agents on people\'s computers').showHelpAfterError();
+
+  program
+    .command('migrate')
+    .description('create the database if needed and apply pending migrations')
+    .action(async () => {
+      const applied = await migrateLatest(loadConfig().databaseUrl);
+      process.stderr.write(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'database is up to date\n');
+    });
+
+  program
+    .command('start')
+    .description('run the service: every process type, or only those named')
+    .option('--only <types>', `comma-separated process types (${PROCESS_TYPES.join(', ')}); repeatable`, processTypes)
+    .option('--no-migrate', 'do not apply migrations first (the Procfile release step does)')
+    .action(async (options: { only?: ProcessType[]; migrate: boolean }) => {
+      const config = loadConfig();
+      if (options.migrate) await migrateLatest(config.databaseUrl);
+      const types = options.only?.length ? [...new Set(options.only)] : PROCESS_TYPES;
+      const running = await startDeskhand(config, types);
+      if (config.allowPrivateUrls) running.container.logger.warn('DESKHAND_ALLOW_PRIVATE_URLS=1: webhook and tool URLs may be plain http and private addresses');
+      if (types.includes('web')) await printDevelopmentKeyOnce(running.container);
+      const shutdown = (signal: string) => {
+        running.container.logger.info({ signal }, 'shutting down');
+        running.stop().then(({ clean }) => process.exit(clean ? 0 : 1));
+      };
+      process.once('SIGTERM', () => shutdown('SIGTERM'));
+      process.once('SIGINT', () => shutdown('SIGINT'));
+    });
+
+  const orgs = program.command('orgs').description('organisations');
+  orgs
+    .command('create')
+    .description('create an org and its first API key; prints { org_id, name, api_key, key_id }')
+    .requiredOption('--name <name>', 'the org\'s name')
+    .action(async (options: { name: string }) => {
+      await withContainer(async (container) => {
+        const { org, apiKey, secret } = await container.orgs.create(options.name);
+        printJson({ org_id: org.org_id, name: org.name, api_key: secret, key_id: apiKey.key_id, created_at: org.created_at });
+      });
+    });
+
+  const keys = program.command('keys').description('API keys');
+  keys
+    .command('create')
+    .description('create an API key for an org; prints the key once')
+    .requiredOption('--org <org_id>', 'the org')
+    .requiredOption('--name <name>', 'a name to tell keys apart')
+    .action(async (options: { org: string; name: string }) => {
+      await withContainer(async (container) => {
+        if (!(await container.orgs.exists(options.org))) throw new Error(`no org ${options.org}`);
+        const { apiKey, secret } = await container.db.transaction((trx) => container.apiKeys.create(trx, options.org, options.name, null));
+        printJson({ ...apiKey, api_key: secret });
+      });
+    });
+  keys
+    .command('revoke')
+    .description('revoke an API key; every process refuses it at once')
+    .argument('<key_id>', 'the key\'s id (key_…)')
+    .action(async (keyId: string) => {
+      await withContainer(async (container) => printJson(await container.apiKeys.revoke(keyId, null)));
+    });
+
+  return program;
+}
+
+buildProgram()
+  .parseAsync(process.argv)
+  .catch((error: unknown) => {
+    const message = error instanceof ConfigError ? `configuration: ${error.message}` : (error as Error).message;
+    process.stderr.write(`deskhand: ${message}\n`);
+    process.exit(1);
+  });

@@ -1,0 +1,52 @@
+import type { Config } from '../shared/config';
+import { createContainer, type Container } from '../shared/container';
+import { PROCESS_TYPES, type ProcessType, type WorkerType } from '../shared/queues/catalog';
+import { startWeb, type WebServer } from '../api/server';
+import { startWorkers } from '../workers';
+import type { RunningWorker } from '../workers/runtime';
+
+export interface RunningDeskhand {
+  container: Container;
+  web: WebServer | null;
+  workers: RunningWorker[];
+  /**
+   * Ordered shutdown under `config.shutdownTimeoutMs`: stop intake (HTTP and job fetching),
+   * let running jobs finish, then close queues, Redis and the database. Past the deadline,
+   * running jobs are abandoned (the reconcile sweep fails their tasks) and connections dropped.
+   */
+  stop(): Promise<{ clean: boolean }>;
+}
+
+/** Starts the given process types in this process; `npm start` runs them all. */
+export async function startDeskhand(
+  config: Readonly<Config>,
+  types: readonly ProcessType[] = PROCESS_TYPES,
+  options: { port?: number; validateResponses?: boolean } = {},
+): Promise<RunningDeskhand> {
+  const container = createContainer(config);
+  const web = types.includes('web') ? await startWeb(container, options) : null;
+  const workers = await startWorkers(container, types.filter((type): type is WorkerType => type !== 'web'));
+  container.logger.info({ types, port: web?.port }, 'deskhand started');
+
+  let stopping: Promise<{ clean: boolean }> | null = null;
+  const stop = () =>
+    (stopping ??= (async () => {
+      const log = container.logger;
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), config.shutdownTimeoutMs);
+      });
+      const drained = Promise.all([web?.close(), ...workers.map((worker) => worker.close())]).then(() => 'drained' as const);
+      const outcome = await Promise.race([drained, deadline]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') {
+        log.warn({ timeout_ms: config.shutdownTimeoutMs }, 'shutdown deadline passed; abandoning running jobs');
+        web?.server.closeAllConnections();
+        await Promise.all(workers.map((worker) => worker.close(true).catch(() => undefined)));
+      }
+      await container.close();
+      log.info({ clean: outcome === 'drained' }, 'deskhand stopped');
+      return { clean: outcome === 'drained' };
+    })());
+  return { container, web, workers, stop };
+}

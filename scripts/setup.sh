@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Makes sure everything Deskhand needs on this machine is there: npm dependencies, a running
+# PostgreSQL and Redis (started, or installed with apt-get when absent), and, with --test, the
+# Debian Chromium that browser tests drive. Safe to run again: it only acts on what is missing.
+# `npm start` and `npm test` run it first; the database itself is created by `deskhand migrate`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_browser=0
+[ "${1:-}" = "--test" ] && want_browser=1
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+apt_updated=0
+apt_install() {
+  if [ "$(id -u)" != 0 ]; then
+    log "need to install $* but not running as root; install it yourself and retry"; exit 1
+  fi
+  if [ $apt_updated = 0 ]; then
+    log "apt-get update"; DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2; apt_updated=1
+  fi
+  log "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+}
+
+# host:port of a URL such as postgres://user@host:5432/db or redis://host:6379/0
+url_host() { sed -E 's#^[a-z]+://([^@/]*@)?([^:/?]+).*#\2#' <<<"$1"; }
+url_port() { local p; p=$(sed -nE 's#^[a-z]+://([^@/]*@)?[^:/?]+:([0-9]+).*#\2#p' <<<"$1"); echo "${p:-$2}"; }
+is_local() { case "$1" in localhost|127.*|::1) return 0;; *) return 1;; esac; }
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+wait_port() { for _ in $(seq 1 60); do port_open "$1" "$2" && return 0; sleep 0.5; done; return 1; }
+
+# --- npm dependencies -------------------------------------------------------------------------
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm dependencies"
+  npm ci --no-audit --no-fund >&2
+fi
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+db_url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/deskhand}"
+db_host=$(url_host "$db_url"); db_port=$(url_port "$db_url" 5432)
+if is_local "$db_host" && ! port_open 127.0.0.1 "$db_port"; then
+  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+    apt_install postgresql
+    # Our own fresh install: let local TCP connections in without a password, as on the
+    # development machines (trust on loopback only).
+    for hba in /etc/postgresql/*/main/pg_hba.conf; do
+      sed -i -E 's#^(host\s+all\s+all\s+(127\.0\.0\.1/32|::1/128)\s+)\S+#\1trust#' "$hba"
+    done
+  fi
+  for v in $(ls /etc/postgresql); do
+    log "starting PostgreSQL $v"
+    pg_ctlcluster --skip-systemctl-redirect "$v" main start >&2 || true
+  done
+  wait_port 127.0.0.1 "$db_port" || { log "PostgreSQL did not come up on port $db_port"; exit 1; }
+fi
+
+# --- Redis ------------------------------------------------------------------------------------
+redis_url="${REDIS_URL:-redis://127.0.0.1:6379}"
+redis_host=$(url_host "$redis_url"); redis_port=$(url_port "$redis_url" 6379)
+if is_local "$redis_host" && ! port_open 127.0.0.1 "$redis_port"; then
+  command -v redis-server >/dev/null 2>&1 || apt_install redis-server
+  log "starting Redis on port $redis_port"
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port "$redis_port" --save "" \
+    --appendonly no --dir /var/lib/redis --logfile /var/log/redis/deskhand.log >&2
+  wait_port 127.0.0.1 "$redis_port" || { log "Redis did not come up on port $redis_port"; exit 1; }
+fi
+
+# --- Chromium for browser tests ---------------------------------------------------------------
+if [ $want_browser = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  apt_install chromium
+fi
+# Fonts for the simulated computer's screens.
+if [ ! -d /usr/share/fonts/truetype/dejavu ]; then
+  apt_install fonts-dejavu-core
+fi
+exit 0

@@ -1,0 +1,124 @@
+import type { Knex } from '../db/knex';
+import type { DeskhandEnv } from '../config';
+import type { Logger } from '../logger';
+import type { Notifier } from '../notifier';
+import type { Actor } from '../audit/actor';
+import { recordAudit } from '../audit/audit.repository';
+import { newId } from '../ids';
+import { notFound, unauthenticated } from '../errors';
+import { displayPrefix, generateApiKey, hashSecret, isWellFormedApiKey, SESSION_TOKEN_PREFIX } from './key-format';
+import { findApiKey, findApiKeyByHash, insertApiKey, revokeApiKey, touchApiKey } from './api-keys.repository';
+
+/** Who a `/v1` request acts for. */
+export interface AuthContext {
+  orgId: string;
+  keyId: string;
+  actor: Exclude<Actor, null>;
+}
+
+/** An API key as shown to its owner; `key` (the secret) only in the create response. */
+export interface ApiKeyObject {
+  object: 'api_key';
+  key_id: string;
+  org_id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+const REVOKED_CHANNEL = 'api-key-revoked';
+/** How long a verified key is trusted without asking PostgreSQL again; revocation clears it at once. */
+const CACHE_TTL_MS = 30_000;
+const CACHE_MAX = 10_000;
+
+export class ApiKeyService {
+  private readonly cache = new Map<string, { auth: AuthContext; expires: number }>();
+  private listening: Promise<unknown> | null = null;
+
+  constructor(
+    private readonly deps: { db: Knex; env: DeskhandEnv; notifier: Notifier; logger: Logger },
+  ) {}
+
+  /** Creates a key for an org inside `trx`; returns the object and the secret, shown once. */
+  async create(
+    trx: Knex | Knex.Transaction,
+    orgId: string,
+    name: string,
+    actor: Actor,
+  ): Promise<{ apiKey: ApiKeyObject; secret: string }> {
+    const secret = generateApiKey(this.deps.env);
+    const row = { id: newId('key'), org_id: orgId, name, prefix: displayPrefix(secret), hash: hashSecret(secret) };
+    await insertApiKey(trx, row);
+    await recordAudit(trx, { orgId, actor, action: 'api_key.created', objectType: 'api_key', objectId: row.id, data: { name, prefix: row.prefix } });
+    const now = new Date().toISOString();
+    return {
+      apiKey: { object: 'api_key', key_id: row.id, org_id: orgId, name, prefix: row.prefix, created_at: now, last_used_at: null, revoked_at: null },
+      secret,
+    };
+  }
+
+  /** Revokes a key; every process stops accepting it at once. */
+  async revoke(keyId: string, actor: Actor): Promise<ApiKeyObject> {
+    const row = await this.deps.db.transaction(async (trx) => {
+      const existing = await findApiKey(trx, keyId);
+      if (!existing) throw notFound(`No API key ${keyId}`);
+      const revoked = (await revokeApiKey(trx, keyId))!;
+      await recordAudit(trx, { orgId: revoked.org_id, actor, action: 'api_key.revoked', objectType: 'api_key', objectId: keyId });
+      return revoked;
+    });
+    this.forget(row.hash);
+    await this.deps.notifier.publish(REVOKED_CHANNEL, row.hash);
+    return {
+      object: 'api_key',
+      key_id: row.id,
+      org_id: row.org_id,
+      name: row.name,
+      prefix: row.prefix,
+      created_at: row.created_at.toISOString(),
+      last_used_at: row.last_used_at?.toISOString() ?? null,
+      revoked_at: row.revoked_at?.toISOString() ?? null,
+    };
+  }
+
+  /** Starts listening for revocations made by other processes. */
+  async listenForRevocations(): Promise<void> {
+    this.listening ??= this.deps.notifier.subscribe(REVOKED_CHANNEL, (hash) => this.forget(hash));
+    await this.listening;
+  }
+
+  private forget(hash: string): void {
+    this.cache.delete(hash);
+  }
+
+  /**
+   * Resolves an `Authorization` header value to the org it acts for, or throws 401. Malformed
+   * keys are refused by their checksum before any query.
+   */
+  async authenticate(header: string | undefined): Promise<AuthContext> {
+    if (!header) throw unauthenticated('Missing API key: send Authorization: Bearer <API_KEY>');
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw unauthenticated('Authorization header must be "Bearer <API_KEY>"');
+    const key = match[1]!;
+    if (key.startsWith(SESSION_TOKEN_PREFIX)) {
+      throw unauthenticated('Session tokens only work with the older session-token API; use an org API key for /v1');
+    }
+    if (!isWellFormedApiKey(key, this.deps.env)) throw unauthenticated('Invalid API key');
+    const hash = hashSecret(key);
+    const cached = this.cache.get(hash);
+    if (cached && cached.expires > Date.now()) return cached.auth;
+    const row = await findApiKeyByHash(this.deps.db, hash);
+    if (!row) throw unauthenticated('Invalid API key');
+    if (row.revoked_at) throw unauthenticated('This API key has been revoked');
+    const auth: AuthContext = {
+      orgId: row.org_id,
+      keyId: row.id,
+      actor: { type: 'api_key', key_id: row.id, name: row.name, prefix: row.prefix },
+    };
+    if (this.cache.size >= CACHE_MAX) this.cache.clear();
+    this.cache.set(hash, { auth, expires: Date.now() + CACHE_TTL_MS });
+    touchApiKey(this.deps.db, row.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not touch api key'));
+    return auth;
+  }
+}

@@ -1,0 +1,5 @@
+/** The spec's Actor: who did something. Null when nobody is recorded (session token, service). */
+export type Actor =
+  | { type: 'user'; email: string | null }
+  | { type: 'api_key'; key_id: string; name: string | null; prefix: string | null }
+  | null;

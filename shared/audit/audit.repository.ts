@@ -1,0 +1,81 @@
+import type { Knex } from '../db/knex';
+import { newId } from '../ids';
+import { paginate, type Page, type PageRequest } from '../pagination';
+import type { Actor } from './actor';
+
+export interface AuditEntryInput {
+  orgId: string;
+  actor: Actor;
+  action: string;
+  objectType: string;
+  objectId: string;
+  data?: Record<string, unknown>;
+  requestId?: string | null;
+}
+
+/** An audit-log entry as the API returns it (`object: audit_log_entry`). */
+export interface AuditEntry {
+  object: 'audit_log_entry';
+  id: string;
+  action: string;
+  object_type: string;
+  object_id: string;
+  actor: Actor;
+  data: Record<string, unknown>;
+  request_id: string | null;
+  created_at: string;
+}
+
+interface AuditRow extends Record<string, unknown> {
+  seq: number;
+  id: string;
+  actor: Actor;
+  action: string;
+  object_type: string;
+  object_id: string;
+  data: Record<string, unknown>;
+  request_id: string | null;
+  created_at: Date;
+}
+
+function toEntry(row: AuditRow): AuditEntry {
+  return {
+    object: 'audit_log_entry',
+    id: row.id,
+    action: row.action,
+    object_type: row.object_type,
+    object_id: row.object_id,
+    actor: row.actor ?? null,
+    data: row.data,
+    request_id: row.request_id,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+/** Records a change; call it inside the transaction that makes the change. */
+export async function recordAudit(db: Knex | Knex.Transaction, entry: AuditEntryInput): Promise<void> {
+  await db('audit_log').insert({
+    id: newId('aud'),
+    org_id: entry.orgId,
+    actor: entry.actor === null ? null : JSON.stringify(entry.actor),
+    action: entry.action,
+    object_type: entry.objectType,
+    object_id: entry.objectId,
+    data: JSON.stringify(entry.data ?? {}),
+    request_id: entry.requestId ?? null,
+  });
+}
+
+export interface AuditFilter {
+  objectType?: string;
+  objectId?: string;
+  action?: string;
+}
+
+export function listAudit(db: Knex, orgId: string, filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>> {
+  const query = db('audit_log').where({ org_id: orgId });
+  if (filter.objectType) query.where({ object_type: filter.objectType });
+  if (filter.objectId) query.where({ object_id: filter.objectId });
+  if (filter.action) query.where({ action: filter.action });
+  return paginate<AuditRow, AuditEntry>(query, page, toEntry);
+}

@@ -1,0 +1,56 @@
+import path from 'node:path';
+import knex, { type Knex } from 'knex';
+import pg from 'pg';
+
+export type { Knex };
+
+// int8 (bigint) columns hold cursors and counters that stay far below 2^53: read them as numbers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+
+/** A Knex instance for `databaseUrl`, with a pool sized for one process. */
+export function createKnex(databaseUrl: string, pool = { min: 0, max: 10 }): Knex {
+  return knex({ client: 'pg', connection: databaseUrl, pool, asyncStackTraces: false });
+}
+
+const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'migrations');
+
+/** Migration settings shared by `deskhand migrate` and the tests: TypeScript files in migrations/. */
+export const migrationConfig: Knex.MigratorConfig = {
+  directory: MIGRATIONS_DIR,
+  loadExtensions: ['.ts', '.js'],
+  tableName: 'knex_migrations',
+};
+
+/** Creates the database named in `databaseUrl` when it does not exist yet. */
+export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!name) throw new Error('DATABASE_URL names no database');
+  url.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    const found = await admin.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount) return false;
+    await admin.query(`create database "${name.replace(/"/g, '""')}"`);
+    return true;
+  } catch (error) {
+    // Two processes racing to create it: the loser sees "already exists", which is fine.
+    if ((error as { code?: string }).code === '42P04') return false;
+    throw error;
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Creates the database if needed and applies every pending migration; returns their names. */
+export async function migrateLatest(databaseUrl: string): Promise<string[]> {
+  await ensureDatabase(databaseUrl);
+  const db = createKnex(databaseUrl, { min: 0, max: 1 });
+  try {
+    const [, applied] = (await db.migrate.latest(migrationConfig)) as [number, string[]];
+    return applied;
+  } finally {
+    await db.destroy();
+  }
+}

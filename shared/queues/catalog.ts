@@ -1,0 +1,51 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+/**
+ * Every queue and every job Deskhand has, in one frozen catalog. Job payloads carry ids only:
+ * the processor reloads what it needs from PostgreSQL, so a job never holds state or secrets.
+ */
+export const QUEUE_NAMES = Object.freeze({
+  taskSteps: 'task-steps',
+  guardrails: 'guardrails',
+  webhooks: 'webhooks',
+  toolCalls: 'tool-calls',
+  evals: 'evals',
+  maintenance: 'maintenance',
+} as const);
+
+export type QueueName = (typeof QUEUE_NAMES)[keyof typeof QUEUE_NAMES];
+
+/** The Procfile's worker types and the queues each consumes. */
+export const WORKER_TYPES = Object.freeze({
+  'worker-agent': [QUEUE_NAMES.taskSteps, QUEUE_NAMES.guardrails],
+  'worker-delivery': [QUEUE_NAMES.webhooks, QUEUE_NAMES.toolCalls],
+  'worker-evals': [QUEUE_NAMES.evals],
+  'worker-clock': [QUEUE_NAMES.maintenance],
+} as const satisfies Record<string, readonly QueueName[]>);
+
+export type WorkerType = keyof typeof WORKER_TYPES;
+export const PROCESS_TYPES = ['web', ...(Object.keys(WORKER_TYPES) as WorkerType[])] as const;
+export type ProcessType = (typeof PROCESS_TYPES)[number];
+
+const Id = Type.String({ minLength: 1, maxLength: 100 });
+
+/** Payload schema of each job name, per queue. */
+export const JOBS = Object.freeze({
+  [QUEUE_NAMES.maintenance]: {
+    /** Periodic: reconcile the database with the queues (expiry, time limits, lost jobs). */
+    sweep: Type.Object({}, { additionalProperties: false }),
+  },
+  [QUEUE_NAMES.taskSteps]: {
+    step: Type.Object({ task_id: Id, step: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+  },
+  [QUEUE_NAMES.guardrails]: {},
+  [QUEUE_NAMES.webhooks]: {},
+  [QUEUE_NAMES.toolCalls]: {},
+  [QUEUE_NAMES.evals]: {},
+} satisfies Record<QueueName, Record<string, TSchema>>);
+
+export type JobCatalog = typeof JOBS;
+export type JobName<Q extends QueueName> = keyof JobCatalog[Q] & string;
+export type JobPayload<Q extends QueueName, N extends JobName<Q>> = JobCatalog[Q][N] extends TSchema
+  ? Static<JobCatalog[Q][N]>
+  : never;

@@ -1,0 +1,21 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+export type { Redis };
+
+/**
+ * A Redis connection. `blocking` connections (BullMQ workers, subscribers) retry forever as
+ * BullMQ's production guide asks (`maxRetriesPerRequest: null`); the others fail a command fast
+ * so that an HTTP request never hangs on a Redis outage.
+ */
+export function createRedis(redisUrl: string, options: { blocking?: boolean; name?: string } = {}): Redis {
+  const redisOptions: RedisOptions = {
+    connectionName: options.name,
+    maxRetriesPerRequest: options.blocking ? null : 2,
+    enableOfflineQueue: true,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  };
+  const client = new Redis(redisUrl, redisOptions);
+  // Connection errors are retried by ioredis; an unhandled 'error' event would crash the process.
+  client.on('error', () => undefined);
+  return client;
+}

@@ -1,0 +1,2 @@
+// Global mocha hooks; filled in as shared fixtures appear.
+export const mochaHooks = {};

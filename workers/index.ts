@@ -1,0 +1,30 @@
+import type { Container } from '../shared/container';
+import { QUEUE_NAMES, WORKER_TYPES, type QueueName, type WorkerType } from '../shared/queues/catalog';
+import { startQueueWorker, type QueueWiring, type RunningWorker } from './runtime';
+import { maintenanceWiring, SWEEP_EVERY_MS } from './maintenance';
+
+/** Each queue's wiring; a queue whose jobs arrive with later features starts with no processors. */
+function wirings(): Record<QueueName, QueueWiring> {
+  return {
+    [QUEUE_NAMES.taskSteps]: { queue: QUEUE_NAMES.taskSteps, concurrency: 50, processors: {} },
+    [QUEUE_NAMES.guardrails]: { queue: QUEUE_NAMES.guardrails, concurrency: 10, processors: {} },
+    [QUEUE_NAMES.webhooks]: { queue: QUEUE_NAMES.webhooks, concurrency: 100, processors: {} },
+    [QUEUE_NAMES.toolCalls]: { queue: QUEUE_NAMES.toolCalls, concurrency: 50, processors: {} },
+    [QUEUE_NAMES.evals]: { queue: QUEUE_NAMES.evals, concurrency: 5, processors: {} },
+    [QUEUE_NAMES.maintenance]: maintenanceWiring,
+  };
+}
+
+/** Starts the workers of the given process types. */
+export async function startWorkers(container: Container, types: WorkerType[]): Promise<RunningWorker[]> {
+  const all = wirings();
+  const running: RunningWorker[] = [];
+  for (const type of types) {
+    for (const queue of WORKER_TYPES[type]) running.push(startQueueWorker(container, all[queue]));
+  }
+  if (types.includes('worker-clock')) {
+    // One scheduler entry however many clock processes run: BullMQ upserts by id.
+    await container.queues.queue(QUEUE_NAMES.maintenance).upsertJobScheduler('sweep', { every: SWEEP_EVERY_MS }, { name: 'sweep', data: {} });
+  }
+  return running;
+}
