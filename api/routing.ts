@@ -89,6 +89,11 @@ function fieldName(where: string, error: ErrorObject): string {
 export function describeSchemaError(where: 'body' | 'query' | 'path', error: ErrorObject): string {
   const field = fieldName(where, error);
   const params = error.params as Record<string, unknown>;
+  if (error.propertyName !== undefined && error.keyword !== 'propertyNames') {
+    // An error about a key itself (metadata keys), not about its value.
+    const inner = describeSchemaError('body', { ...error, propertyName: undefined, instancePath: '' });
+    return `${field} key "${error.propertyName}" ${inner.replace(/^body /, '')}`;
+  }
   switch (error.keyword) {
     case 'required': {
       const parent = field === 'body' || field.endsWith('parameters') ? '' : `${field}.`;
@@ -104,7 +109,7 @@ export function describeSchemaError(where: 'body' | 'query' | 'path', error: Err
     case 'const':
       return `${field} must be ${JSON.stringify(params.allowedValue)}`;
     case 'propertyNames':
-      return `${field} has a key "${String(params.propertyName)}" that is too long or malformed`;
+      return `${field} has a malformed key "${String(params.propertyName)}"`;
     case 'maxProperties':
       return `${field} has more than ${String(params.limit)} keys`;
     case 'maxLength':
@@ -181,7 +186,8 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
         logger: state.logger,
         ctx,
       } as HandlerInput<TObject, TObject, TSchema>);
-      if ('contentType' in route.response) return; // the handler wrote the body
+      // A handler that returns nothing wrote the response itself (a PNG, a 503 with its own body).
+      if ('contentType' in route.response || result === undefined) return;
       if (validateResponse && !validateResponse(result)) {
         throw new Error(`response of ${route.operationId} does not match its schema: ${responseAjv.errorsText(validateResponse.errors)}`);
       }

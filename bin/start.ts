@@ -42,7 +42,7 @@ export async function startDeskhand(
       if (outcome === 'timeout') {
         log.warn({ timeout_ms: config.shutdownTimeoutMs }, 'shutdown deadline passed; abandoning running jobs');
         web?.server.closeAllConnections();
-        await Promise.all(workers.map((worker) => worker.close(true).catch(() => undefined)));
+        for (const worker of workers) worker.abandon();
       }
       await container.close();
       log.info({ clean: outcome === 'drained' }, 'deskhand stopped');

@@ -22,8 +22,13 @@ export interface QueueWiring {
 
 export interface RunningWorker {
   worker: Worker;
-  /** Stops taking jobs, waits for the running ones (or abandons them when `force`), closes its connection. */
-  close(force?: boolean): Promise<void>;
+  /** Stops taking jobs, waits for the running ones, closes its connection. */
+  close(): Promise<void>;
+  /**
+   * Past the shutdown deadline: drops the connection without waiting. The running jobs' locks
+   * expire and BullMQ hands them to another worker as stalled (or the sweep fails their task).
+   */
+  abandon(): void;
 }
 
 /** Starts a BullMQ worker for one queue, dispatching by job name and checking payloads. */
@@ -37,7 +42,8 @@ export function startQueueWorker(container: Container, wiring: QueueWiring): Run
       const processor = wiring.processors[job.name];
       if (!processor) throw new UnrecoverableError(`queue ${wiring.queue} has no processor for job ${job.name}`);
       // Processors of jobs outside the catalog (tests) skip the payload check.
-      if (job.name in JOBS[wiring.queue]) {
+      const catalogued = (JOBS as Partial<Record<string, object>>)[wiring.queue];
+      if (catalogued && job.name in catalogued) {
         assertJobPayload(wiring.queue, job.name as never, job.data);
       }
       return processor(job.data, { job, logger: logger.child({ job_id: job.id, job: job.name }), container });
@@ -52,9 +58,13 @@ export function startQueueWorker(container: Container, wiring: QueueWiring): Run
   worker.on('failed', (job, error) => logger.warn({ err: error, job_id: job?.id, job: job?.name }, 'job failed'));
   return {
     worker,
-    async close(force = false) {
-      await worker.close(force);
+    async close() {
+      await worker.close();
       await connection.quit().catch(() => connection.disconnect());
+    },
+    abandon() {
+      worker.close(true).catch(() => undefined);
+      connection.disconnect();
     },
   };
 }

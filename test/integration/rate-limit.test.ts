@@ -1,0 +1,44 @@
+import { expect } from 'chai';
+import { startTestService, type TestService } from '../support/service';
+
+describe('rate limit on /v1 per client address', () => {
+  describe('without a trusted proxy', () => {
+    let service: TestService;
+    before(async () => {
+      service = await startTestService({ DESKHAND_RATE_LIMIT_PER_HOUR: '5', DESKHAND_REDIS_PREFIX: `rl-${Date.now()}` }, ['web']);
+    });
+    after(async () => service.stop());
+
+    it('answers 429 rate_limit with Retry-After past the hourly budget, ignoring X-Forwarded-For', async () => {
+      const { key } = await service.newOrg();
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        // A client cannot buy a fresh budget by inventing forwarded addresses.
+        statuses.push((await service.api(key, 'GET', '/v1/audit_log', undefined, { 'x-forwarded-for': `203.0.113.${i}` })).status);
+      }
+      expect(statuses).to.deep.equal([200, 200, 200, 200, 200, 429]);
+      const refused = await service.api(key, 'GET', '/v1/audit_log');
+      expect(refused.body.error.type).to.equal('rate_limit');
+      expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 3600);
+    });
+
+    it('does not count health checks', async () => {
+      expect((await service.api(null, 'GET', '/healthz')).status).to.equal(200);
+    });
+  });
+
+  describe('with DESKHAND_TRUST_PROXY=1', () => {
+    let service: TestService;
+    before(async () => {
+      service = await startTestService({ DESKHAND_RATE_LIMIT_PER_HOUR: '2', DESKHAND_TRUST_PROXY: '1', DESKHAND_REDIS_PREFIX: `rlp-${Date.now()}` }, ['web']);
+    });
+    after(async () => service.stop());
+
+    it('counts each forwarded client address separately', async () => {
+      const { key } = await service.newOrg();
+      const as = (ip: string) => service.api(key, 'GET', '/v1/audit_log', undefined, { 'x-forwarded-for': ip });
+      expect([(await as('198.51.100.1')).status, (await as('198.51.100.1')).status, (await as('198.51.100.1')).status]).to.deep.equal([200, 200, 429]);
+      expect((await as('198.51.100.2')).status).to.equal(200);
+    });
+  });
+});

@@ -1,0 +1,70 @@
+import { expect } from 'chai';
+import { Queue } from 'bullmq';
+import { createContainer } from '../../shared/container';
+import { startQueueWorker } from '../../workers/runtime';
+import { testConfig } from '../support/environment';
+import { startTestService, waitFor } from '../support/service';
+
+describe('graceful shutdown', () => {
+  it('lets a job in flight finish before closing, and takes no new jobs', async () => {
+    const config = testConfig();
+    const container = createContainer(config);
+    const queueName = `test-shutdown-${Date.now()}`;
+    const queue = new Queue(queueName, { connection: container.redis, prefix: config.redisPrefix });
+    const finished: string[] = [];
+    let started = 0;
+    const worker = startQueueWorker(container, {
+      queue: queueName as never,
+      concurrency: 1,
+      processors: {
+        slow: async (payload) => {
+          started++;
+          await new Promise((resolve) => setTimeout(resolve, 600));
+          finished.push((payload as { n: string }).n);
+        },
+      },
+    });
+    try {
+      await queue.add('slow', { n: 'first' });
+      await waitFor(() => started === 1, 5000, 'the job to start');
+      await queue.add('slow', { n: 'second' });
+      await worker.close();
+      expect(finished).to.deep.equal(['first']);
+      const job = (await queue.getJobs(['completed']))[0];
+      expect(job?.data).to.deep.equal({ n: 'first' });
+      expect(await queue.getWaitingCount()).to.equal(1);
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await container.close();
+    }
+  });
+
+  it('stops a whole service under its deadline and reports a clean stop', async () => {
+    const service = await startTestService();
+    const started = Date.now();
+    const outcome = await service.running.stop();
+    expect(outcome.clean).to.equal(true);
+    expect(Date.now() - started).to.be.lessThan(10_000);
+  });
+
+  it('abandons a job that outlives the deadline and still closes', async () => {
+    const service = await startTestService({ DESKHAND_SHUTDOWN_TIMEOUT_MS: '300' }, ['web']);
+    const queueName = `test-deadline-${Date.now()}`;
+    const queue = new Queue(queueName, { connection: service.running.container.redis.duplicate(), prefix: service.running.container.config.redisPrefix });
+    let started = false;
+    const worker = startQueueWorker(service.running.container, {
+      queue: queueName as never,
+      concurrency: 1,
+      processors: { stuck: async () => { started = true; await new Promise((resolve) => setTimeout(resolve, 5000)); } },
+    });
+    service.running.workers.push(worker);
+    await queue.add('stuck', {});
+    await waitFor(() => started, 5000, 'the job to start');
+    const before = Date.now();
+    const outcome = await service.running.stop();
+    expect(outcome.clean).to.equal(false);
+    expect(Date.now() - before).to.be.lessThan(3000);
+    await queue.close();
+  });
+});

@@ -1,0 +1,30 @@
+import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../shared/config';
+
+describe('configuration', () => {
+  it('uses the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).to.include({ env: 'development', port: 8080, baseUrl: 'http://localhost:8080', redisUrl: 'redis://127.0.0.1:6379' });
+    expect(config.databaseUrl).to.equal('postgres://postgres@127.0.0.1:5432/deskhand');
+    expect(config.rateLimitPerHour).to.equal(30000);
+    expect(Object.isFrozen(config)).to.equal(true);
+  });
+
+  it('names the variable in the message of a bad value', () => {
+    expect(() => loadConfig({ PORT: 'eighty' })).to.throw(ConfigError, /PORT must be a whole number/);
+    expect(() => loadConfig({ DESKHAND_ENV: 'staging' })).to.throw(ConfigError, /DESKHAND_ENV must be development or production/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://x/y' })).to.throw(ConfigError, /DATABASE_URL must start with postgres:/);
+    expect(() => loadConfig({ DESKHAND_SCRIPTED_MODELS: 'yes' })).to.throw(ConfigError, /DESKHAND_SCRIPTED_MODELS must be 1 or 0/);
+  });
+
+  it('refuses DESKHAND_ALLOW_PRIVATE_URLS in production', () => {
+    expect(() => loadConfig({ DESKHAND_ENV: 'production', DESKHAND_ALLOW_PRIVATE_URLS: '1' })).to.throw(ConfigError, /development only/);
+    expect(loadConfig({ DESKHAND_ALLOW_PRIVATE_URLS: '1' }).allowPrivateUrls).to.equal(true);
+  });
+
+  it('reads a vendor only when its key is set, with its base URL', () => {
+    const config = loadConfig({ ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/' });
+    expect(config.vendors.anthropic).to.deep.equal({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9' });
+    expect(config.vendors.openai).to.equal(null);
+  });
+});
