@@ -12,10 +12,11 @@ import { defineRoute, mountRoutes, type RequestState, type RouteSpec } from './r
 import { buildOpenApiDocument } from './openapi';
 import { healthRoutes } from './routes/health.routes';
 import { auditRoutes } from './routes/audit.routes';
+import { identityRoutes } from './routes/identity.routes';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...auditRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({

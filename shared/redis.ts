@@ -12,6 +12,7 @@ export function createRedis(redisUrl: string, options: { blocking?: boolean; nam
     connectionName: options.name,
     maxRetriesPerRequest: options.blocking ? null : 2,
     enableOfflineQueue: true,
+    enableAutoPipelining: !options.blocking,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   };
   const client = new Redis(redisUrl, redisOptions);

@@ -1,0 +1,33 @@
+import { Type } from '@sinclair/typebox';
+import { defineRoute, type RouteSpec } from '../routing';
+
+const Identity = Type.Object({
+  object: Type.Literal('api_key_identity'),
+  org_id: Type.String(),
+  key_id: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  prefix: Type.Union([Type.String(), Type.Null()]),
+});
+
+/** `GET /v1/me`: which org and key a request acts as; integrators use it to check a key. */
+export function identityRoutes(): RouteSpec[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/me',
+      operationId: 'getIdentity',
+      summary: 'The org and API key this request acts as',
+      tag: 'Authentication',
+      auth: 'api_key',
+      response: Identity,
+      errors: [],
+      handler: async ({ auth }) => ({
+        object: 'api_key_identity' as const,
+        org_id: auth.orgId,
+        key_id: auth.keyId,
+        name: auth.actor.type === 'api_key' ? auth.actor.name : null,
+        prefix: auth.actor.type === 'api_key' ? auth.actor.prefix : null,
+      }),
+    }),
+  ];
+}
