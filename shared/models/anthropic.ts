@@ -1,0 +1,415 @@
+/**
+ * Anthropic backend: the Messages API with the computer-use tool (`computer_20250124`, beta
+ * `computer-use-2025-01-24`), plus the agent's own tools as custom tools.
+ *
+ * The transcript lives in `state` without images (each request carries only the current
+ * screenshot), so state stays small. Screens larger than 1280×800 are shown to the model scaled
+ * down, as Anthropic recommends, and its coordinates are scaled back up.
+ */
+import type { DesktopAction } from '../desktop/protocol';
+import {
+  agentToolCallToMove,
+  agentToolDefinitions,
+  NOT_CARRIED_OUT,
+  outcomeText,
+  actionFailures,
+} from './agent-tools';
+import { clampPoint, describeActions, desktopOs, normalizeCombo, type DesktopOs } from './desktop-helpers';
+import {
+  ModelError,
+  type Effort,
+  type ModelBackend,
+  type ModelMove,
+  type ModelTurnInput,
+  type ModelTurnOutput,
+  type ModelUsage,
+  type TurnOutcome,
+} from './model.types';
+import { fitWithin, resizePng } from './screenshots';
+import { joinUrl, postJson, type VendorBackendOptions } from './vendor-http';
+
+export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
+export const ANTHROPIC_VERSION = '2023-06-01';
+export const ANTHROPIC_COMPUTER_BETA = 'computer-use-2025-01-24';
+export const ANTHROPIC_COMPUTER_TOOL = 'computer_20250124';
+
+/** Largest screen size shown to the model (WXGA); larger screens are scaled down. */
+const MODEL_MAX_WIDTH = 1280;
+const MODEL_MAX_HEIGHT = 800;
+
+/** Effort → `max_tokens` and the extended-thinking budget (none at low). */
+export const ANTHROPIC_EFFORT: Readonly<Record<Effort, { maxTokens: number; thinkingBudget: number | null }>> = Object.freeze({
+  low: { maxTokens: 4096, thinkingBudget: null },
+  medium: { maxTokens: 8192, thinkingBudget: 4096 },
+  high: { maxTokens: 20000, thinkingBudget: 12000 },
+});
+
+/** Pixels per scroll "click" of the computer tool. */
+const SCROLL_STEP_PX = 100;
+/** Requests within one turn when the model only asks for what cannot be done (told why each time). */
+const MAX_REQUESTS_PER_TURN = 3;
+/** Transcript length kept in state: the first message and the latest exchanges. */
+const MAX_MESSAGES = 41;
+const IMAGE_PLACEHOLDER = '[screenshot omitted]';
+
+type Block = { type: string; [key: string]: unknown };
+interface Message {
+  role: 'user' | 'assistant';
+  content: Block[];
+}
+
+/** A tool use of the last answer that the next request must answer. */
+interface PendingUse {
+  id: string;
+  name: string;
+  /** Carried out this turn (else answered with NOT_CARRIED_OUT or `error`). */
+  handled: boolean;
+  /** For computer uses: which of the move's actions it became. */
+  first?: number;
+  count?: number;
+  /** Answered with this error without running anything. */
+  error?: string;
+}
+
+interface AnthropicState {
+  v: 1;
+  messages: Message[];
+  pending: PendingUse[];
+  /** Where the model last put the mouse (screen pixels), for clicks without a coordinate. */
+  cursor: { x: number; y: number } | null;
+}
+
+interface AnthropicResponse {
+  content: Block[];
+  stop_reason: string | null;
+  usage?: { input_tokens?: number; output_tokens?: number };
+}
+
+interface Geometry {
+  os: DesktopOs;
+  screenWidth: number;
+  screenHeight: number;
+  modelWidth: number;
+  modelHeight: number;
+  /** Screen pixels → model pixels. */
+  scale: number;
+}
+
+function readState(state: unknown): AnthropicState {
+  const s = state as Partial<AnthropicState> | null;
+  if (!s || s.v !== 1 || !Array.isArray(s.messages) || !Array.isArray(s.pending)) {
+    throw new ModelError('The Anthropic backend was given a state it did not write', {
+      code: 'invalid_input',
+      retryable: false,
+      backend: 'anthropic',
+    });
+  }
+  return { v: 1, messages: s.messages, pending: s.pending, cursor: s.cursor ?? null };
+}
+
+function imageBlock(png: Buffer): Block {
+  return { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png.toString('base64') } };
+}
+
+/** Replaces every image in the transcript with a short placeholder. */
+function withoutImages(messages: Message[]): Message[] {
+  const strip = (block: Block): Block => {
+    if (block.type === 'image') return { type: 'text', text: IMAGE_PLACEHOLDER };
+    if (block.type === 'tool_result' && Array.isArray(block.content)) {
+      return { ...block, content: (block.content as Block[]).map(strip) };
+    }
+    return block;
+  };
+  return messages.map((m) => (m.role === 'user' ? { role: m.role, content: m.content.map(strip) } : m));
+}
+
+/** Keeps the first message and the latest exchanges, dropping whole assistant/user pairs. */
+function trimmed(messages: Message[]): Message[] {
+  if (messages.length <= MAX_MESSAGES) return messages;
+  const drop = messages.length - MAX_MESSAGES;
+  const pairs = Math.ceil(drop / 2) * 2;
+  return [messages[0], ...messages.slice(1 + pairs)];
+}
+
+function text(value: string): Block {
+  return { type: 'text', text: value };
+}
+
+/** The tool results answering the previous answer's tool uses. */
+function toolResults(pending: PendingUse[], outcome: TurnOutcome | null, image: Buffer | null): Block[] {
+  const computer = pending.filter((p) => p.handled && p.count !== undefined);
+  const lastComputer = computer[computer.length - 1];
+  const results = outcome && (outcome.kind === 'actions' || outcome.kind === 'refused') ? (outcome.results ?? []) : [];
+  return pending.map((p): Block => {
+    if (p.error !== undefined) return { type: 'tool_result', tool_use_id: p.id, is_error: true, content: [text(p.error)] };
+    if (!p.handled) return { type: 'tool_result', tool_use_id: p.id, is_error: true, content: [text(NOT_CARRIED_OUT)] };
+    if (p.count === undefined) {
+      const { text: body, isError } = outcomeText(outcome);
+      return { type: 'tool_result', tool_use_id: p.id, is_error: isError, content: [text(body)] };
+    }
+    const mine = results.slice(p.first ?? 0, (p.first ?? 0) + p.count);
+    const refused = outcome?.kind === 'refused' && mine.length < p.count;
+    const failures = actionFailures(mine);
+    const content: Block[] = [];
+    if (refused && outcome?.kind === 'refused') {
+      content.push(text(outcomeText(outcome).text));
+    } else if (failures) {
+      content.push(text(`Failed: ${failures}.`));
+    }
+    if (p === lastComputer) content.push(image ? imageBlock(image) : text('No screenshot is available.'));
+    if (content.length === 0) content.push(text('Done.'));
+    return { type: 'tool_result', tool_use_id: p.id, is_error: refused || failures !== null, content };
+  });
+}
+
+type Mapped = { ok: true; actions: DesktopAction[] } | { ok: false; error: string };
+
+/** One `computer` tool use → desktop actions, in screen pixels. */
+function mapComputerAction(
+  input: Record<string, unknown>,
+  geo: Geometry,
+  cursor: { x: number; y: number } | null,
+): { mapped: Mapped; cursor: { x: number; y: number } | null } {
+  const toScreen = (value: unknown): { x: number; y: number } | null => {
+    if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'number' || typeof value[1] !== 'number') return null;
+    return clampPoint(value[0] / geo.scale, value[1] / geo.scale, geo.screenWidth, geo.screenHeight);
+  };
+  const action = typeof input.action === 'string' ? input.action : '';
+  const point = toScreen(input.coordinate);
+  const at = point ?? cursor;
+  const fail = (error: string) => ({ mapped: { ok: false as const, error }, cursor });
+  const ok = (actions: DesktopAction[], next = cursor) => ({ mapped: { ok: true as const, actions }, cursor: next });
+  switch (action) {
+    case 'screenshot':
+      return ok([{ type: 'screenshot' }]);
+    case 'left_click':
+    case 'right_click':
+    case 'double_click': {
+      if (!at) return fail(`${action} needs a coordinate`);
+      const click: DesktopAction = { type: 'click', x: at.x, y: at.y };
+      if (action === 'right_click') click.button = 'right';
+      if (action === 'double_click') click.double = true;
+      return ok([click], at);
+    }
+    case 'mouse_move':
+      // Nothing on these computers reacts to hovering; the model still gets a fresh screenshot.
+      if (!point) return fail('mouse_move needs a coordinate');
+      return ok([{ type: 'screenshot' }], point);
+    case 'left_click_drag': {
+      const from = toScreen(input.start_coordinate) ?? cursor;
+      if (!from || !point) return fail('left_click_drag needs start_coordinate and coordinate');
+      return ok([{ type: 'drag', from, to: point }], point);
+    }
+    case 'type': {
+      if (typeof input.text !== 'string') return fail('type needs text');
+      return ok([{ type: 'type', text: input.text }]);
+    }
+    case 'key': {
+      if (typeof input.text !== 'string') return fail('key needs text');
+      // xdotool syntax: combos joined by "+", several separated by spaces.
+      const combos = input.text.split(/\s+/).map((c) => normalizeCombo(c, geo.os)).filter((c): c is string => c !== null);
+      if (combos.length === 0) return fail('key needs a key name');
+      return ok(combos.map((keys) => ({ type: 'key', keys })));
+    }
+    case 'scroll': {
+      const where = at ?? { x: Math.round(geo.screenWidth / 2), y: Math.round(geo.screenHeight / 2) };
+      const amount = typeof input.scroll_amount === 'number' && input.scroll_amount > 0 ? input.scroll_amount : 3;
+      const px = Math.round(amount * SCROLL_STEP_PX);
+      const direction = input.scroll_direction;
+      const dx = direction === 'left' ? -px : direction === 'right' ? px : 0;
+      const dy = direction === 'up' ? -px : direction === 'down' ? px : 0;
+      if (dx === 0 && dy === 0) return fail('scroll needs scroll_direction up, down, left or right');
+      return ok([{ type: 'scroll', x: where.x, y: where.y, dx, dy }], where);
+    }
+    case 'wait': {
+      const seconds = typeof input.duration === 'number' && input.duration > 0 ? Math.min(input.duration, 60) : 1;
+      return ok([{ type: 'wait', ms: Math.round(seconds * 1000) }]);
+    }
+    default:
+      return fail(`The action "${action}" is not available on this computer; use left_click, double_click, right_click, left_click_drag, type, key, scroll, wait or screenshot.`);
+  }
+}
+
+interface Interpretation {
+  /** The move to return, or null when the model must be told what went wrong and asked again. */
+  move: ModelMove | null;
+  pending: PendingUse[];
+  cursor: { x: number; y: number } | null;
+  thought: string | null;
+  /** When `move` is null: the user message answering the model. */
+  feedback?: Block[];
+}
+
+function interpret(response: AnthropicResponse, input: ModelTurnInput, geo: Geometry, cursor: { x: number; y: number } | null): Interpretation {
+  const texts = response.content
+    .filter((b) => b.type === 'text' && typeof b.text === 'string')
+    .map((b) => (b.text as string).trim())
+    .filter((t) => t !== '');
+  const thought = texts.length > 0 ? texts.join('\n') : null;
+  const uses = response.content.filter(
+    (b): b is Block & { id: string; name: string; input: Record<string, unknown> } =>
+      b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string',
+  );
+
+  if (uses.length === 0) {
+    if (response.stop_reason === 'refusal') {
+      return { move: { kind: 'fail', reason: 'The model declined to go on with this task.' }, pending: [], cursor, thought };
+    }
+    if (response.stop_reason === 'max_tokens' || response.stop_reason === 'pause_turn') {
+      return { move: null, pending: [], cursor, thought, feedback: [text('Go on.')] };
+    }
+    return { move: { kind: 'done', summary: thought ?? 'Done.' }, pending: [], cursor, thought };
+  }
+
+  type Plan = { use: (typeof uses)[number]; computer?: DesktopAction[]; move?: ModelMove; error?: string };
+  let position = cursor;
+  const plans: Plan[] = uses.map((use) => {
+    if (use.name === 'computer') {
+      const { mapped, cursor: next } = mapComputerAction(use.input ?? {}, geo, position);
+      position = next;
+      return mapped.ok ? { use, computer: mapped.actions } : { use, error: mapped.error };
+    }
+    const call = agentToolCallToMove(use.name, use.input, input.tools);
+    if (call === null) return { use, error: `There is no tool named "${use.name}".` };
+    return call.ok ? { use, move: call.move } : { use, error: call.error };
+  });
+
+  const leader = plans.find((p) => p.error === undefined);
+  if (!leader) {
+    const pending = plans.map((p) => ({ id: p.use.id, name: p.use.name, handled: false, error: p.error }));
+    return { move: null, pending: [], cursor: position, thought, feedback: toolResults(pending, null, null) };
+  }
+
+  if (leader.computer) {
+    const actions: DesktopAction[] = [];
+    const pending = plans.map((p): PendingUse => {
+      if (p.error !== undefined) return { id: p.use.id, name: p.use.name, handled: false, error: p.error };
+      if (!p.computer) return { id: p.use.id, name: p.use.name, handled: false };
+      const entry = { id: p.use.id, name: p.use.name, handled: true, first: actions.length, count: p.computer.length };
+      actions.push(...p.computer);
+      return entry;
+    });
+    return { move: { kind: 'actions', actions, step: describeActions(actions) }, pending, cursor: position, thought };
+  }
+
+  const move = leader.move as ModelMove;
+  const ends = move.kind === 'done' || move.kind === 'fail';
+  const pending = ends
+    ? []
+    : plans.map((p): PendingUse => ({ id: p.use.id, name: p.use.name, handled: p === leader, ...(p.error !== undefined ? { error: p.error } : {}) }));
+  return { move, pending, cursor: position, thought };
+}
+
+function readResponse(body: unknown): AnthropicResponse {
+  const r = body as Partial<AnthropicResponse> | null;
+  if (!r || !Array.isArray(r.content)) {
+    throw new ModelError('Anthropic API answered without a content list', {
+      code: 'invalid_response',
+      retryable: false,
+      backend: 'anthropic',
+    });
+  }
+  return { content: r.content, stop_reason: r.stop_reason ?? null, usage: r.usage };
+}
+
+/** Anthropic Messages API backend (`x-api-key`, base URL without `/v1`). */
+export class AnthropicBackend implements ModelBackend {
+  readonly id = 'anthropic' as const;
+  private readonly baseUrl: string;
+
+  constructor(private readonly options: VendorBackendOptions) {
+    this.baseUrl = options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL;
+  }
+
+  async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnOutput> {
+    const fit = fitWithin(input.display.width, input.display.height, MODEL_MAX_WIDTH, MODEL_MAX_HEIGHT);
+    const geo: Geometry = {
+      os: desktopOs(input.display.os),
+      screenWidth: input.display.width,
+      screenHeight: input.display.height,
+      modelWidth: fit.width,
+      modelHeight: fit.height,
+      scale: fit.scale,
+    };
+    const image = input.screenshot ? await resizePng(input.screenshot, fit.width, fit.height) : null;
+
+    let messages: Message[];
+    let cursor: { x: number; y: number } | null = null;
+    if (input.state === null || input.state === undefined) {
+      messages = [{ role: 'user', content: [text(input.prompt), ...(image ? [imageBlock(image)] : [])] }];
+    } else {
+      const state = readState(input.state);
+      cursor = state.cursor;
+      const answer =
+        state.pending.length > 0
+          ? toolResults(state.pending, input.lastOutcome, image)
+          : [text(outcomeText(input.lastOutcome).text), ...(image ? [imageBlock(image)] : [])];
+      messages = trimmed([...state.messages, { role: 'user', content: answer }]);
+    }
+
+    const usage: ModelUsage = { input_tokens: 0, output_tokens: 0 };
+    const thoughts: string[] = [];
+    for (let request = 1; request <= MAX_REQUESTS_PER_TURN; request++) {
+      const response = readResponse(await this.post(input, geo, messages, signal));
+      usage.input_tokens += response.usage?.input_tokens ?? 0;
+      usage.output_tokens += response.usage?.output_tokens ?? 0;
+      // The API refuses an empty assistant message; an empty answer is simply asked for again.
+      if (response.content.length === 0 && request < MAX_REQUESTS_PER_TURN) continue;
+      messages.push({ role: 'assistant', content: response.content });
+      const result = interpret(response, input, geo, cursor);
+      cursor = result.cursor;
+      if (result.thought) thoughts.push(result.thought);
+      if (result.move) {
+        const state: AnthropicState = { v: 1, messages: withoutImages(messages), pending: result.pending, cursor };
+        return { state, thought: thoughts.length > 0 ? thoughts.join('\n') : null, move: result.move, safety: null, usage };
+      }
+      messages.push({ role: 'user', content: result.feedback ?? [text('Go on.')] });
+    }
+    return {
+      state: { v: 1, messages: withoutImages(messages), pending: [], cursor } satisfies AnthropicState,
+      thought: thoughts.length > 0 ? thoughts.join('\n') : null,
+      move: { kind: 'fail', reason: 'The model kept asking for steps that cannot be carried out on this computer.' },
+      safety: null,
+      usage,
+    };
+  }
+
+  private post(input: ModelTurnInput, geo: Geometry, messages: Message[], signal?: AbortSignal): Promise<unknown> {
+    return postJson({
+      backend: 'anthropic',
+      url: joinUrl(this.baseUrl, '/v1/messages'),
+      headers: {
+        'x-api-key': this.options.apiKey,
+        'anthropic-version': ANTHROPIC_VERSION,
+        'anthropic-beta': ANTHROPIC_COMPUTER_BETA,
+      },
+      body: anthropicRequestBody(input, geo, messages),
+      fetchImpl: this.options.fetchImpl,
+      retry: this.options.retry,
+      timeoutMs: this.options.timeoutMs,
+      signal,
+    });
+  }
+}
+
+function anthropicRequestBody(input: ModelTurnInput, geo: Geometry, messages: Message[]): Record<string, unknown> {
+  const effort = ANTHROPIC_EFFORT[input.effort] ?? ANTHROPIC_EFFORT.low;
+  const tools: Array<Record<string, unknown>> = [
+    {
+      type: ANTHROPIC_COMPUTER_TOOL,
+      name: 'computer',
+      display_width_px: geo.modelWidth,
+      display_height_px: geo.modelHeight,
+    },
+    ...agentToolDefinitions(input.tools).map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })),
+  ];
+  const body: Record<string, unknown> = {
+    model: input.model,
+    max_tokens: effort.maxTokens,
+    tools,
+    messages,
+  };
+  if (input.system.trim() !== '') body.system = input.system;
+  if (effort.thinkingBudget !== null) body.thinking = { type: 'enabled', budget_tokens: effort.thinkingBudget };
+  return body;
+}

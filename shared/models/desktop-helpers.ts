@@ -1,0 +1,230 @@
+/**
+ * What every backend needs to know about the person's computer to turn a model's intent into
+ * desktop actions: app names per system, where a label is on screen, how keys are written.
+ */
+import type { DesktopAction, Observation, Rect } from '../desktop/protocol';
+
+export type DesktopOs = 'mac' | 'windows';
+
+/** Anything but `windows` is treated like a Mac (the only two systems the apps run on). */
+export function desktopOs(os: string): DesktopOs {
+  return os.trim().toLowerCase() === 'windows' ? 'windows' : 'mac';
+}
+
+/**
+ * The generic app names of spec/simulator.md, what each system calls them, and what the Windows
+ * taskbar button shows (the simulator's tooltip label, as on a real taskbar).
+ */
+export const APPS: Readonly<Record<string, { mac: string; windows: string; taskbar: string }>> = Object.freeze({
+  Browser: { mac: 'Safari', windows: 'msedge.exe', taskbar: 'Microsoft Edge' },
+  Mail: { mac: 'Mail', windows: 'outlook.exe', taskbar: 'Outlook' },
+  Files: { mac: 'Finder', windows: 'explorer.exe', taskbar: 'File Explorer' },
+  Settings: { mac: 'System Settings', windows: 'SystemSettings.exe', taskbar: 'Settings' },
+  Store: { mac: 'App Store', windows: 'WinStore.App.exe', taskbar: 'Microsoft Store' },
+  Notes: { mac: 'TextEdit', windows: 'notepad.exe', taskbar: 'Notepad' },
+});
+
+function appEntry(name: string): { mac: string; windows: string; taskbar: string } | null {
+  const wanted = name.trim().toLowerCase();
+  const key = Object.keys(APPS).find((generic) => generic.toLowerCase() === wanted);
+  return key ? APPS[key] : null;
+}
+
+/**
+ * The system's name for an app: a generic name (matched case-insensitively) maps through
+ * `APPS`; any other name is taken as the system's own name and returned unchanged.
+ */
+export function systemAppName(name: string, os: DesktopOs): string {
+  return appEntry(name)?.[os] ?? name.trim();
+}
+
+export function centre(rect: Rect): { x: number; y: number } {
+  return { x: Math.round(rect.x + rect.width / 2), y: Math.round(rect.y + rect.height / 2) };
+}
+
+/**
+ * Where an element with this label is on screen. Looks in the simulator's `visible_labels`
+ * first (exact, then case-insensitive), then in `elements` (apps with element info). When a
+ * label appears more than once the first entry wins: both lists run from the topmost window down.
+ */
+export function findLabel(observation: Observation | null, label: string): Rect | null {
+  if (!observation) return null;
+  const candidates: Array<{ label: string; bounds: Rect }> = [
+    ...(observation.visible_labels ?? []),
+    ...(observation.elements ?? []),
+  ];
+  const exact = candidates.find((c) => c.label === label);
+  if (exact) return exact.bounds;
+  const lower = label.toLowerCase();
+  return candidates.find((c) => c.label.toLowerCase() === lower)?.bounds ?? null;
+}
+
+/**
+ * The labels under which the simulator may show a browser's address bar in `visible_labels`
+ * (compared case-insensitively). An element with role `address_bar` is found without them.
+ */
+export const ADDRESS_BAR_LABELS: readonly string[] = Object.freeze([
+  'Address bar',
+  'Address',
+  'Address and search bar',
+  'Search or enter website name',
+  'URL',
+]);
+
+/** Where the browser's address bar is, or null when no browser shows one. */
+export function findAddressBar(observation: Observation | null): Rect | null {
+  if (!observation) return null;
+  const byRole = (observation.elements ?? []).find((e) => e.role === 'address_bar');
+  if (byRole) return byRole.bounds;
+  const wanted = new Set(ADDRESS_BAR_LABELS.map((l) => l.toLowerCase()));
+  return (observation.visible_labels ?? []).find((l) => wanted.has(l.label.toLowerCase()))?.bounds ?? null;
+}
+
+/** The page address the computer last reported (topmost window that has one), if any. */
+export function currentUrl(observation: Observation | null): string | null {
+  return observation?.windows.find((w) => typeof w.url === 'string' && w.url !== '')?.url ?? null;
+}
+
+/** Names models use for keys, mapped to the protocol's lowercase names. */
+const KEY_ALIASES: Readonly<Record<string, string>> = Object.freeze({
+  return: 'enter',
+  kp_enter: 'enter',
+  esc: 'escape',
+  command: 'cmd',
+  meta: 'super',
+  super_l: 'super',
+  super_r: 'super',
+  win: 'super',
+  windows: 'super',
+  control: 'ctrl',
+  control_l: 'ctrl',
+  control_r: 'ctrl',
+  ctrl_l: 'ctrl',
+  ctrl_r: 'ctrl',
+  option: 'alt',
+  alt_l: 'alt',
+  alt_r: 'alt',
+  shift_l: 'shift',
+  shift_r: 'shift',
+  back_space: 'backspace',
+  del: 'delete',
+  arrowup: 'up',
+  arrowdown: 'down',
+  arrowleft: 'left',
+  arrowright: 'right',
+  page_up: 'pageup',
+  prior: 'pageup',
+  page_down: 'pagedown',
+  next: 'pagedown',
+  spacebar: 'space',
+  ' ': 'space',
+  iso_left_tab: 'tab',
+});
+
+/**
+ * Writes a key combo the protocol's way: lowercase names joined with `+` (`cmd+enter`), with
+ * common aliases (`Return`, `Control`, `ArrowUp`…) mapped. On Windows `cmd` becomes `ctrl`, as
+ * a person switching systems would press it. The system key (`super`, `meta`, `win`) is `cmd` on
+ * a Mac and `win` on Windows. Returns null for an empty combo.
+ */
+export function normalizeCombo(combo: string, os: DesktopOs): string | null {
+  const parts = combo
+    .split('+')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')
+    .map((p) => {
+      const lower = p.toLowerCase();
+      const key = KEY_ALIASES[lower] ?? lower;
+      if (key === 'super') return os === 'windows' ? 'win' : 'cmd';
+      return os === 'windows' && key === 'cmd' ? 'ctrl' : key;
+    });
+  // A lone "+" means the plus key itself.
+  if (parts.length === 0) return combo.includes('+') ? 'plus' : null;
+  return parts.join('+');
+}
+
+/** The modifier for app shortcuts: Cmd on a Mac, Ctrl on Windows. */
+export function primaryModifier(os: DesktopOs): 'cmd' | 'ctrl' {
+  return os === 'windows' ? 'ctrl' : 'cmd';
+}
+
+export type PlannedActions = { ok: true; actions: DesktopAction[] } | { ok: false; error: string };
+
+/**
+ * How a person opens an app: on a Mac through Spotlight (Cmd+Space, the app's name, Enter); on
+ * Windows by clicking the app's taskbar button, found by the app's Windows name (`msedge.exe`)
+ * or by what the button shows (`Microsoft Edge`).
+ */
+export function openAppActions(app: string, os: DesktopOs, observation: Observation | null): PlannedActions {
+  const name = systemAppName(app, os);
+  if (os === 'mac') {
+    return {
+      ok: true,
+      actions: [
+        { type: 'key', keys: 'cmd+space' },
+        { type: 'type', text: name },
+        { type: 'key', keys: 'enter' },
+      ],
+    };
+  }
+  const shown = appEntry(app)?.taskbar;
+  const button = findLabel(observation, name) ?? (shown ? findLabel(observation, shown) : null);
+  if (!button) return { ok: false, error: `No taskbar button "${shown ?? name}" on the screen` };
+  return { ok: true, actions: [{ type: 'click', x: centre(button).x, y: centre(button).y }] };
+}
+
+/**
+ * How a person goes to an address: click the address bar, type, Enter. Without an address bar
+ * on screen, `fallbackShortcut` focuses it with Cmd/Ctrl+L instead (vendor models that ask to
+ * navigate); the scripted model reports the step as failed.
+ */
+export function navigateActions(
+  address: string,
+  os: DesktopOs,
+  observation: Observation | null,
+  fallbackShortcut: boolean,
+): PlannedActions {
+  const bar = findAddressBar(observation);
+  let focus: DesktopAction;
+  if (bar) {
+    focus = { type: 'click', ...centre(bar) };
+  } else if (fallbackShortcut) {
+    focus = { type: 'key', keys: `${primaryModifier(os)}+l` };
+  } else {
+    return { ok: false, error: 'No address bar on the screen (is Browser open?)' };
+  }
+  return {
+    ok: true,
+    actions: [focus, { type: 'type', text: address }, { type: 'key', keys: 'enter' }],
+  };
+}
+
+/** Clamps a point to the screen. */
+export function clampPoint(x: number, y: number, width: number, height: number): { x: number; y: number } {
+  const cx = Math.min(Math.max(Math.round(x), 0), Math.max(width - 1, 0));
+  const cy = Math.min(Math.max(Math.round(y), 0), Math.max(height - 1, 0));
+  return { x: cx, y: cy };
+}
+
+/** A short human description of desktop actions, for a move's `step`. Typed text is not shown. */
+export function describeActions(actions: DesktopAction[]): string {
+  const parts = actions.map((a): string => {
+    switch (a.type) {
+      case 'screenshot':
+        return 'Look at the screen';
+      case 'click':
+        return `${a.double ? 'Double-click' : a.button === 'right' ? 'Right-click' : 'Click'} at ${a.x}, ${a.y}`;
+      case 'type':
+        return `Type ${a.text.length} characters`;
+      case 'key':
+        return `Press ${a.keys}`;
+      case 'drag':
+        return `Drag from ${a.from.x}, ${a.from.y} to ${a.to.x}, ${a.to.y}`;
+      case 'scroll':
+        return `Scroll at ${a.x}, ${a.y}`;
+      case 'wait':
+        return `Wait ${Math.round(a.ms / 100) / 10} s`;
+    }
+  });
+  return parts.join(', ') || 'Nothing';
+}

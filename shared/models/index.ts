@@ -1,0 +1,24 @@
+/**
+ * Model backends: the contract (`model.types`), the catalog and registry, the scripted model and
+ * its scope check. Vendor backends are reached through `createModelRegistry`.
+ */
+export * from './model.types';
+export {
+  createModelRegistry,
+  DEFAULT_MODEL,
+  isModelId,
+  MODEL_CATALOG,
+  MODEL_IDS,
+  modelRegistryConfigFromEnv,
+  vendorOf,
+  type ModelCatalogEntry,
+  type ModelRegistry,
+  type ModelRegistryConfig,
+  type ModelVendor,
+  type VendorConfig,
+} from './catalog';
+export { judgeScopeScripted, parseScript, ScriptedBackend, ScriptParseError, scriptedTurn, type ScopeJudgement, type ScriptStep } from './scripted';
+export { AnthropicBackend } from './anthropic';
+export { OpenAIBackend } from './openai';
+export { GeminiBackend } from './gemini';
+export type { FetchLike, RetryOptions, VendorBackendOptions } from './vendor-http';
