@@ -71,8 +71,8 @@ export function defineRoute<
   return spec as unknown as RouteSpec;
 }
 
-const bodyAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: false }));
-const queryAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: true, useDefaults: true }));
+const bodyAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: false, verbose: true }));
+const queryAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: true, useDefaults: true, verbose: true }));
 const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
 
 function fieldName(where: string, error: ErrorObject): string {

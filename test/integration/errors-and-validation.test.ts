@@ -10,7 +10,7 @@ import { requestContext } from '../../api/middleware/request-context';
 import { defineRoute, mountRoutes } from '../../api/routing';
 import { Metadata } from '../../api/schemas/common.schemas';
 import { ApiError } from '../../shared/errors';
-import { createLogger } from '../../shared/logger';
+import pino from 'pino';
 import { request, startTestService, type TestService } from '../support/service';
 
 describe('error bodies of the real service', () => {
@@ -66,7 +66,7 @@ describe('error bodies of the real service', () => {
 describe('routing, validation and the error middleware', () => {
   let server: http.Server;
   let baseUrl: string;
-  const logged: unknown[] = [];
+  const logged: Array<{ msg: string; err?: { stack?: string } }> = [];
 
   before(async () => {
     const app = new Koa();
@@ -123,9 +123,7 @@ describe('routing, validation and the error middleware', () => {
       }),
     ];
     mountRoutes(router, routes, { authenticate: async () => { throw new Error('unused'); }, validateResponses: true });
-    const logger = createLogger('error');
-    logger.error = ((entry: unknown) => logged.push(entry)) as typeof logger.error;
-    logger.child = () => logger;
+    const logger = pino({ level: 'error' }, { write: (line: string) => logged.push(JSON.parse(line)) });
     app.use(requestContext(logger));
     app.use(errorHandler());
     app.use(jsonBody({ limitBytes: 1024, largeLimitBytes: 2048, isLargeBodyPath: () => false }));
@@ -142,7 +140,8 @@ describe('routing, validation and the error middleware', () => {
     expect(response.status).to.equal(500);
     expect(response.body).to.deep.equal({ error: { type: 'server_error', message: 'Something went wrong on our side; retry with backoff' } });
     expect(JSON.stringify(response.body)).not.to.contain('hunter2');
-    expect(logged.length).to.be.greaterThan(0);
+    const entry = logged.find((line) => line.msg === 'unhandled error');
+    expect(entry?.err?.stack).to.contain('database password is hunter2');
   });
 
   it('carries extra fields such as active_task_id in the error body', async () => {

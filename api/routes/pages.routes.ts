@@ -1,0 +1,37 @@
+import { Type } from '@sinclair/typebox';
+import type { Container } from '../../shared/container';
+import { normalizePairingCode } from '../../shared/sessions/pairing-code';
+import { defineRoute, type RouteSpec } from '../routing';
+import { renderInvitePage } from '../pages/invite.page';
+
+/** Pages people open in a browser. */
+export function pageRoutes(container: Container): RouteSpec[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/invite/{code}',
+      operationId: 'invitePage',
+      summary: 'The invite page: the agent\'s greeting, its name, the pairing code and how to connect',
+      tag: 'Pages',
+      auth: 'none',
+      params: Type.Object({ code: Type.String({ minLength: 1, maxLength: 20 }) }),
+      response: { contentType: 'text/html', description: 'An HTML page (404 when the code is unknown or expired)' },
+      errors: [404],
+      handler: async ({ params, ctx }) => {
+        const code = normalizePairingCode(params.code);
+        const invite = code ? await container.sessions.invite(code) : null;
+        ctx.status = invite && invite.status !== 'expired' ? 200 : 404;
+        ctx.type = 'text/html; charset=utf-8';
+        ctx.set('Cache-Control', 'no-store');
+        ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
+        ctx.body = renderInvitePage({
+          code: code ?? params.code,
+          displayName: invite?.agent.displayName ?? '',
+          greeting: invite?.agent.greeting ?? '',
+          baseUrl: container.config.baseUrl,
+          status: invite?.status ?? 'unknown',
+        });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,44 @@
+import { Type } from '@sinclair/typebox';
+import { DateTime, Metadata, NullableDateTime } from './common.schemas';
+
+export const SessionCode = Type.String({ pattern: '^[A-Za-z0-9]{4}-[A-Za-z0-9]{4}$', description: 'The pairing code, e.g. K7QX-M2PD (the session id).' });
+
+export const Device = Type.Object({
+  os: Type.String({ description: 'mac or windows (others may follow).' }),
+  name: Type.String(),
+  width: Type.Integer(),
+  height: Type.Integer(),
+  app_version: Type.String(),
+});
+
+export const SessionSchema = Type.Object({
+  object: Type.Literal('session'),
+  session_id: Type.String({ description: 'Equals code.' }),
+  code: Type.String(),
+  agent_id: Type.String(),
+  invite_url: Type.String(),
+  status: Type.Union([Type.Literal('waiting'), Type.Literal('connected'), Type.Literal('disconnected'), Type.Literal('expired')]),
+  device: Type.Union([Device, Type.Null()], { description: 'Null until a computer has connected.' }),
+  metadata: Metadata,
+  created_at: DateTime,
+  paired_at: NullableDateTime,
+  last_active_at: NullableDateTime,
+  expires_at: Type.Union([DateTime, Type.Null()], {
+    description: 'When the code expires if unused (72 hours after creation, or after the computer was last seen); null while connected; the time it expired once expired.',
+  }),
+  task_count: Type.Integer(),
+  latest_task_id: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const CreatedSessionSchema = Type.Intersect([
+  SessionSchema,
+  Type.Object({ token: Type.String({ description: 'Session token for the older session-token API; shown only here.' }) }),
+]);
+
+export const CreateSessionBody = Type.Object(
+  {
+    agent_id: Type.Optional(Type.String({ pattern: '^[a-z0-9-]{2,40}$', description: 'Defaults to the org\'s default agent.' })),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);

@@ -1,0 +1,133 @@
+import type http from 'node:http';
+import { Server, type Socket } from 'socket.io';
+import { createAdapter } from '@socket.io/redis-adapter';
+import { Type, type Static } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import type { Container } from '../../shared/container';
+import { DESKTOP_NAMESPACE, sessionRoom, socketIoKey } from '../../shared/desktop/computer-link';
+import { DesktopEvents, type HelloReply } from '../../shared/desktop/protocol';
+import { ConnectRefused } from '../../shared/sessions/sessions.service';
+
+const Hello = Type.Object({
+  code: Type.String({ minLength: 1, maxLength: 20 }),
+  device: Type.Object({
+    os: Type.String({ minLength: 1, maxLength: 20 }),
+    name: Type.String({ maxLength: 200 }),
+    width: Type.Integer({ minimum: 1, maximum: 16384 }),
+    height: Type.Integer({ minimum: 1, maximum: 16384 }),
+    app_version: Type.String({ pattern: '^\\d+\\.\\d+\\.\\d+$' }),
+  }),
+  capabilities: Type.Object({
+    accessibility: Type.Boolean(),
+    page_addresses: Type.Boolean(),
+    element_info: Type.Boolean(),
+  }),
+});
+const validateHello = new Ajv({ strict: false }).compile<Static<typeof Hello>>(Hello);
+
+/** What a connected computer's socket carries once it said hello. */
+export interface DesktopSocketData {
+  code: string;
+  orgId: string;
+  epoch: number;
+}
+
+/** Messages from a computer beyond hello, handled by the domain that owns them (tasks). */
+export interface DesktopInbox {
+  /** `event` is the socket event name; `payload` is unchecked input from the app. */
+  receive(session: DesktopSocketData, event: string, payload: unknown): Promise<unknown>;
+  events: readonly string[];
+}
+
+const HELLO_TIMEOUT_MS = 10_000;
+
+/**
+ * The socket.io gateway for desktop apps, on the web process. Several web processes share
+ * rooms through the Redis adapter, so a worker's emitter reaches a computer whichever web
+ * process holds its connection.
+ */
+export function attachDesktopGateway(server: http.Server, container: Container, inboxes: DesktopInbox[] = []) {
+  const log = container.logger.child({ scope: 'desktop-gateway' });
+  const subscriber = container.redis.duplicate();
+  subscriber.on('error', () => undefined);
+  const io = new Server(server, {
+    serveClient: false,
+    // Screenshots travel in results: allow up to 16 MB a message.
+    maxHttpBufferSize: 16 * 1024 * 1024,
+    adapter: createAdapter(container.redis, subscriber, { key: socketIoKey(container.config.redisPrefix) }),
+  });
+  const desktop = io.of(DESKTOP_NAMESPACE);
+  // Offline marks still being written; shutdown waits for them before the database closes.
+  const pendingWrites = new Set<Promise<unknown>>();
+
+  desktop.on('connection', (socket: Socket) => {
+    const helloTimer = setTimeout(() => {
+      log.info({ socket: socket.id }, 'no hello in time; closing');
+      socket.disconnect(true);
+    }, HELLO_TIMEOUT_MS);
+
+    socket.once(DesktopEvents.hello, async (message: unknown, ack?: (reply: HelloReply) => void) => {
+      clearTimeout(helloTimer);
+      const reply = (answer: HelloReply) => (typeof ack === 'function' ? ack(answer) : socket.emit(DesktopEvents.hello, answer));
+      if (!validateHello(message)) {
+        reply({ ok: false, code: 'invalid', message: `The app sent a malformed hello: ${validateHello.errors?.[0]?.instancePath ?? ''} ${validateHello.errors?.[0]?.message ?? ''}`.trim() });
+        socket.disconnect(true);
+        return;
+      }
+      try {
+        const { session, epoch, agent } = await container.sessions.connect(message);
+        const data: DesktopSocketData = { code: session.code, orgId: session.org_id, epoch };
+        socket.data = data;
+        await socket.join(sessionRoom(session.code));
+        reply({ ok: true, session_id: session.code, agent: { display_name: agent.displayName, greeting: agent.greeting } });
+        log.info({ code: session.code, epoch }, 'computer connected');
+      } catch (error) {
+        if (error instanceof ConnectRefused) {
+          reply({ ok: false, code: error.code, message: error.message });
+        } else {
+          log.error({ err: error }, 'hello failed');
+          reply({ ok: false, code: 'invalid', message: 'The service could not take the connection; try again.' });
+        }
+        setTimeout(() => socket.disconnect(true), 50);
+      }
+    });
+
+    for (const inbox of inboxes) {
+      for (const event of inbox.events) {
+        socket.on(event, async (payload: unknown, ack?: (answer: unknown) => void) => {
+          const data = socket.data as DesktopSocketData | undefined;
+          if (!data?.code) return;
+          try {
+            const answer = await inbox.receive(data, event, payload);
+            if (typeof ack === 'function') ack(answer ?? { ok: true });
+          } catch (error) {
+            log.warn({ err: error, event, code: data.code }, 'desktop message refused');
+            if (typeof ack === 'function') ack({ ok: false, message: (error as Error).message });
+          }
+        });
+      }
+    }
+
+    socket.on('disconnect', () => {
+      clearTimeout(helloTimer);
+      const data = socket.data as DesktopSocketData | undefined;
+      if (!data?.code) return;
+      const write = container.sessions
+        .markOffline(data.code, data.epoch)
+        .catch((error) => log.error({ err: error, code: data.code }, 'could not mark offline'))
+        .finally(() => pendingWrites.delete(write));
+      pendingWrites.add(write);
+    });
+  });
+
+  return {
+    io,
+    /** Closes every connection (each computer goes offline) and waits for those writes. */
+    async close(): Promise<void> {
+      desktop.disconnectSockets(true);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await Promise.all([...pendingWrites]);
+      subscriber.disconnect();
+    },
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * SQL for the agent tables: `agents` (one row per agent: published version number, default
+ * flag, draft) and `agent_versions` (each published config, whole). Callers pass the
+ * transaction; locking is explicit (`forUpdate`).
+ */
+import type { Knex } from '../db/knex';
+import type { Actor } from '../audit/actor';
+
+type Db = Knex | Knex.Transaction;
+
+export type VersionOrigin = 'created' | 'patched' | 'draft';
+
+export interface AgentRow {
+  seq: number;
+  org_id: string;
+  agent_id: string;
+  version: number;
+  is_default: boolean;
+  draft: unknown | null;
+  draft_based_on_version: number | null;
+  draft_restored_from_version: number | null;
+  draft_saved_at: Date | null;
+  draft_saved_by: Actor;
+  created_at: Date;
+  created_by: Actor;
+  updated_at: Date;
+  updated_by: Actor;
+}
+
+/** An agent row with the config of its published version. */
+export interface AgentWithConfigRow extends AgentRow {
+  published_config: unknown;
+}
+
+export interface VersionRow extends Record<string, unknown> {
+  org_id: string;
+  agent_id: string;
+  version: number;
+  config: unknown;
+  origin: VersionOrigin;
+  based_on_version: number | null;
+  restored_from_version: number | null;
+  undone_versions: number[];
+  created_at: Date;
+  created_by: Actor;
+}
+
+const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+
+function withConfig(db: Db) {
+  return db('agents as a')
+    .join('agent_versions as v', function joinPublished() {
+      this.on('v.org_id', 'a.org_id').andOn('v.agent_id', 'a.agent_id').andOn('v.version', 'a.version');
+    })
+    .select('a.*', 'v.config as published_config');
+}
+
+/** The agent with its published config; `forUpdate` locks the agent row until the transaction ends (pass a transaction). */
+export async function findAgent(
+  db: Db,
+  orgId: string,
+  agentId: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<AgentWithConfigRow | undefined> {
+  if (options.forUpdate) {
+    // Lock the agent row on its own first. Locking through the join would not do: when the
+    // lock is granted after another publish, PostgreSQL re-checks the new agent row against the
+    // old version row, the join no longer matches, and the agent would seem to be gone. Once
+    // locked, the next statement sees the latest committed row and its version.
+    const locked = await db('agents').where({ org_id: orgId, agent_id: agentId }).forUpdate().first('agent_id');
+    if (!locked) return undefined;
+  }
+  return (await withConfig(db).where({ 'a.org_id': orgId, 'a.agent_id': agentId }).first()) as AgentWithConfigRow | undefined;
+}
+
+/** Every agent of the org with its published config, newest first. */
+export async function listAgents(db: Db, orgId: string): Promise<AgentWithConfigRow[]> {
+  return (await withConfig(db).where({ 'a.org_id': orgId }).orderBy('a.seq', 'desc')) as AgentWithConfigRow[];
+}
+
+export async function findDefaultAgentId(db: Db, orgId: string): Promise<string | null> {
+  const row = await db('agents').where({ org_id: orgId, is_default: true }).first('agent_id');
+  return row ? (row.agent_id as string) : null;
+}
+
+/**
+ * Locks the org row. Moving the default agent takes this lock first, so two moves in one org
+ * run one after the other and the partial unique index never sees two defaults.
+ */
+export async function lockOrg(trx: Knex.Transaction, orgId: string): Promise<boolean> {
+  return Boolean(await trx('orgs').where({ id: orgId }).forUpdate().first('id'));
+}
+
+/** Clears the default flag of the org's agents other than `exceptAgentId`. */
+export async function clearDefault(trx: Knex.Transaction, orgId: string, exceptAgentId: string): Promise<void> {
+  await trx('agents').where({ org_id: orgId, is_default: true }).whereNot({ agent_id: exceptAgentId }).update({ is_default: false });
+}
+
+export async function insertAgent(
+  trx: Knex.Transaction,
+  row: { org_id: string; agent_id: string; version: number; is_default: boolean; created_by: Actor },
+): Promise<void> {
+  await trx('agents').insert({
+    org_id: row.org_id,
+    agent_id: row.agent_id,
+    version: row.version,
+    is_default: row.is_default,
+    created_by: json(row.created_by),
+    updated_by: json(row.created_by),
+  });
+}
+
+export interface AgentUpdate {
+  version?: number;
+  is_default?: boolean;
+  /** A draft to save, or null to clear it (with its based-on version, restore source and saver). */
+  draft?: { config: unknown; based_on_version: number; restored_from_version: number | null; saved_by: Actor } | null;
+  updated_by: Actor;
+}
+
+/** Updates the agent row; `updated_at` is always set to now. */
+export async function updateAgent(trx: Knex.Transaction, orgId: string, agentId: string, update: AgentUpdate): Promise<void> {
+  const set: Record<string, unknown> = { updated_at: trx.fn.now(), updated_by: json(update.updated_by) };
+  if (update.version !== undefined) set.version = update.version;
+  if (update.is_default !== undefined) set.is_default = update.is_default;
+  if (update.draft === null) {
+    Object.assign(set, { draft: null, draft_based_on_version: null, draft_restored_from_version: null, draft_saved_at: null, draft_saved_by: null });
+  } else if (update.draft !== undefined) {
+    Object.assign(set, {
+      draft: json(update.draft.config),
+      draft_based_on_version: update.draft.based_on_version,
+      draft_restored_from_version: update.draft.restored_from_version,
+      draft_saved_at: trx.fn.now(),
+      draft_saved_by: json(update.draft.saved_by),
+    });
+  }
+  await trx('agents').where({ org_id: orgId, agent_id: agentId }).update(set);
+}
+
+export async function insertVersion(
+  trx: Knex.Transaction,
+  row: {
+    org_id: string;
+    agent_id: string;
+    version: number;
+    config: unknown;
+    origin: VersionOrigin;
+    based_on_version: number | null;
+    restored_from_version: number | null;
+    undone_versions: number[];
+    created_by: Actor;
+  },
+): Promise<VersionRow> {
+  const [inserted] = await trx('agent_versions')
+    .insert({ ...row, config: json(row.config), created_by: json(row.created_by) })
+    .returning('*');
+  return inserted as VersionRow;
+}
+
+export async function findVersion(db: Db, orgId: string, agentId: string, version: number): Promise<VersionRow | undefined> {
+  return (await db('agent_versions').where({ org_id: orgId, agent_id: agentId, version }).first()) as VersionRow | undefined;
+}
+
+/** The query of an agent's versions, for `paginate` (ordered by `version`, newest first). */
+export function versionsQuery(db: Db, orgId: string, agentId: string): Knex.QueryBuilder {
+  return db('agent_versions').where({ org_id: orgId, agent_id: agentId });
+}

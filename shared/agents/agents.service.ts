@@ -1,0 +1,562 @@
+import type { Knex } from '../db/knex';
+import type { Config } from '../config';
+import type { Actor } from '../audit/actor';
+import { recordAudit } from '../audit/audit.repository';
+import { conflict, invalidRequest, notFound } from '../errors';
+import { paginate, type Page, type PageRequest } from '../pagination';
+import type { Guardrails } from '../guardrails/guardrails.types';
+import {
+  applyChanges,
+  defaultAgentConfig,
+  effectiveInviteUrlTemplate,
+  effectiveModel,
+  isAgentId,
+  readConfig,
+  DEFAULT_EFFORT,
+  type AgentConfig,
+  type AgentConfigChanges,
+  type AgentTools,
+  type Effort,
+} from './agent-config';
+import {
+  clearDefault,
+  findAgent,
+  findDefaultAgentId,
+  findVersion,
+  insertAgent,
+  insertVersion,
+  listAgents,
+  lockOrg,
+  updateAgent,
+  versionsQuery,
+  type AgentWithConfigRow,
+  type VersionOrigin,
+  type VersionRow,
+} from './agents.repository';
+
+/** The id of the agent every new org gets. */
+export const DEFAULT_AGENT_ID = 'default';
+export const DEFAULT_AGENT_NAME = 'Default agent';
+
+/** Who makes a change, for `created_by`/`updated_by`/`saved_by` and the audit log. */
+export interface ChangeContext {
+  actor: Actor;
+  requestId?: string | null;
+}
+
+/** The config fields as the API returns them: `invite_url_template` filled in. */
+interface ConfigFields {
+  name: string;
+  instructions: string;
+  model: string | null;
+  effort: Effort | null;
+  greeting: string;
+  display_name: string;
+  narration: boolean;
+  customer_answers: boolean;
+  customer_approvals: boolean;
+  guardrails: Guardrails;
+  tools: AgentTools;
+  invite_url_template: string;
+}
+
+/** Fields the published agent and the draft share (spec: "Agent draft"). */
+interface AgentFields extends ConfigFields {
+  agent_id: string;
+  is_default: boolean;
+  version: number;
+  has_draft: boolean;
+  created_by: Actor;
+  updated_by: Actor;
+  created_at: string | null;
+  updated_at: string | null;
+  based_on_version: number;
+  saved_at: string | null;
+  saved_by: Actor;
+}
+
+/** The published agent (`object: agent`); `has_draft`, `based_on_version`, `saved_*` describe its draft. */
+export interface AgentObject extends AgentFields {
+  object: 'agent';
+}
+
+/** The agent as its draft would make it (`object: agent_draft`). */
+export interface AgentDraftObject extends AgentFields {
+  object: 'agent_draft';
+  /** The version the draft was restored from, while that draft lasts; null otherwise. */
+  restored_from_version: number | null;
+}
+
+/** The answer to publishing a draft: the agent and the versions whose changes it replaced. */
+export interface PublishedDraftObject extends AgentObject {
+  undone_versions: number[];
+}
+
+/** One published version (`object: agent_version`). */
+export interface AgentVersionObject extends ConfigFields {
+  object: 'agent_version';
+  agent_id: string;
+  version: number;
+  /** True for the version the agent runs now. */
+  is_published: boolean;
+  origin: VersionOrigin;
+  based_on_version: number | null;
+  restored_from_version: number | null;
+  undone_versions: number[];
+  created_at: string;
+  created_by: Actor;
+}
+
+/** What a task runs (see {@link AgentService.resolveForTask}). */
+export interface AgentForTask {
+  agent_id: string;
+  /**
+   * The version number the task records: the published version; for a draft run, the
+   * published version the draft is based on (`based_on_version`).
+   */
+  version: number;
+  /** True when the draft's unpublished changes run (a draft run with no draft runs the published version: false). */
+  draft: boolean;
+  config: AgentConfig;
+  /** `config.model`, or the service's default model when null. */
+  model: string;
+  /** `config.effort`, or `low` when null. */
+  effort: Effort;
+  /** The invite link template with the service default filled in. */
+  invite_url_template: string;
+}
+
+export type CreateAgentInput = AgentConfigChanges & { agent_id: string; is_default?: boolean };
+export type PatchAgentInput = AgentConfigChanges & { is_default?: boolean };
+
+const CONFIG_KEYS: readonly (keyof AgentConfigChanges)[] = [
+  'name',
+  'instructions',
+  'model',
+  'effort',
+  'greeting',
+  'display_name',
+  'narration',
+  'customer_answers',
+  'customer_approvals',
+  'guardrails',
+  'tools',
+  'invite_url_template',
+];
+
+function configChanges(input: Record<string, unknown>): { changes: AgentConfigChanges; fields: string[] } {
+  const changes: Record<string, unknown> = {};
+  for (const key of CONFIG_KEYS) if (input[key] !== undefined) changes[key] = input[key];
+  return { changes: changes as AgentConfigChanges, fields: Object.keys(changes) };
+}
+
+const iso = (value: Date | null) => (value ? value.toISOString() : null);
+
+/**
+ * Agents: versioned configs with a draft, publishing, restore and the org's default agent.
+ *
+ * Every change runs in one transaction that first locks the agent row (`select … for update`),
+ * so version numbers are handed out one at a time; the primary key of `agent_versions` backs
+ * that up. Every change is written to the audit log in the same transaction.
+ */
+export class AgentService {
+  constructor(private readonly deps: { db: Knex; config: Readonly<Config> }) {}
+
+  /** Creates an agent at version 1 (published, no draft). 409 when the id exists. */
+  async create(orgId: string, input: CreateAgentInput, ctx: ChangeContext): Promise<AgentObject> {
+    if (typeof input.agent_id !== 'string' || !isAgentId(input.agent_id)) {
+      throw invalidRequest('agent_id must be 2 to 40 lowercase letters, digits and dashes');
+    }
+    const { changes, fields } = configChanges(input as unknown as Record<string, unknown>);
+    const config = applyChanges(defaultAgentConfig(input.agent_id), changes, this.applyOptions());
+    try {
+      return await this.deps.db.transaction(async (trx) => {
+        await this.insertNewAgent(trx, orgId, input.agent_id, config, input.is_default === true, ctx, fields);
+        return this.get(orgId, input.agent_id, trx);
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505' && /agents_pkey/.test(String((error as { constraint?: string }).constraint))) {
+        throw conflict(`Agent ${input.agent_id} already exists`);
+      }
+      throw error;
+    }
+  }
+
+  /** The org's `default` agent, made inside the org-creation transaction (`OrgService.onCreated`). */
+  async createDefaultAgent(trx: Knex.Transaction, orgId: string, actor: Actor): Promise<void> {
+    await this.insertNewAgent(trx, orgId, DEFAULT_AGENT_ID, defaultAgentConfig(DEFAULT_AGENT_NAME), true, { actor }, []);
+  }
+
+  /** Every agent of the org, newest first, in one page. */
+  async list(orgId: string): Promise<Page<AgentObject>> {
+    const rows = await listAgents(this.deps.db, orgId);
+    return { data: rows.map((row) => this.toAgent(row)), has_more: false, next_cursor: null };
+  }
+
+  /** The published agent (`object: agent`). 404 when the org has no such agent. */
+  async get(orgId: string, agentId: string, db: Knex | Knex.Transaction = this.deps.db): Promise<AgentObject> {
+    return this.toAgent(await this.load(db, orgId, agentId));
+  }
+
+  /** The draft (`object: agent_draft`): the published version with `has_draft: false` when there is none. */
+  async getDraft(orgId: string, agentId: string, db: Knex | Knex.Transaction = this.deps.db): Promise<AgentDraftObject> {
+    return this.toDraft(await this.load(db, orgId, agentId));
+  }
+
+  /**
+   * `PATCH /v1/agents/{agent_id}`: publishes the sent fields over the published version as the
+   * next version. The draft, if any, stays as it is (its `based_on_version` is now lower than
+   * `version`). `is_default: true` makes this the org's default agent without a new version
+   * when no config field is sent.
+   */
+  async patch(orgId: string, agentId: string, input: PatchAgentInput, ctx: ChangeContext): Promise<AgentObject> {
+    const { changes, fields } = configChanges(input as unknown as Record<string, unknown>);
+    if (fields.length === 0 && input.is_default === undefined) {
+      throw invalidRequest('body must hold at least one field to change');
+    }
+    // Every answer is read inside its transaction: it shows this change, not a later one.
+    return this.deps.db.transaction(async (trx) => {
+      const defaultChange = await this.prepareDefaultChange(trx, orgId, agentId, input.is_default);
+      const row = await this.load(trx, orgId, agentId, true);
+      const audit = { orgId, actor: ctx.actor, objectType: 'agent', objectId: agentId, requestId: ctx.requestId ?? null };
+      if (fields.length === 0) {
+        if (!defaultChange.moved) return this.toAgent(row);
+        await updateAgent(trx, orgId, agentId, { is_default: true, updated_by: ctx.actor });
+        await recordAudit(trx, { ...audit, action: 'agent.default_set', data: { previous_default: defaultChange.previous } });
+        return this.get(orgId, agentId, trx);
+      }
+      const config = applyChanges(readConfig(row.published_config), changes, this.applyOptions());
+      const version = row.version + 1;
+      await insertVersion(trx, {
+        org_id: orgId,
+        agent_id: agentId,
+        version,
+        config,
+        origin: 'patched',
+        based_on_version: row.version,
+        restored_from_version: null,
+        undone_versions: [],
+        created_by: ctx.actor,
+      });
+      await updateAgent(trx, orgId, agentId, { version, ...(defaultChange.moved ? { is_default: true } : {}), updated_by: ctx.actor });
+      await recordAudit(trx, {
+        ...audit,
+        action: 'agent.published',
+        data: { version, fields, ...(defaultChange.moved ? { is_default: true, previous_default: defaultChange.previous } : {}) },
+      });
+      return this.get(orgId, agentId, trx);
+    });
+  }
+
+  /**
+   * `PATCH /v1/agents/{agent_id}/draft`: saves the sent fields into the draft. Without a draft,
+   * the draft starts from the published version (`based_on_version` = `version`).
+   */
+  async saveDraft(orgId: string, agentId: string, input: AgentConfigChanges, ctx: ChangeContext): Promise<AgentDraftObject> {
+    const { changes, fields } = configChanges(input as unknown as Record<string, unknown>);
+    return this.deps.db.transaction(async (trx) => {
+      const row = await this.load(trx, orgId, agentId, true);
+      const hadDraft = row.draft !== null;
+      const base = hadDraft ? readConfig(row.draft) : readConfig(row.published_config);
+      const config = applyChanges(base, changes, this.applyOptions());
+      const basedOn = hadDraft ? row.draft_based_on_version! : row.version;
+      await updateAgent(trx, orgId, agentId, {
+        draft: { config, based_on_version: basedOn, restored_from_version: hadDraft ? row.draft_restored_from_version : null, saved_by: ctx.actor },
+        updated_by: ctx.actor,
+      });
+      await recordAudit(trx, {
+        orgId,
+        actor: ctx.actor,
+        action: 'agent.draft_saved',
+        objectType: 'agent',
+        objectId: agentId,
+        requestId: ctx.requestId ?? null,
+        data: { fields, based_on_version: basedOn, started: !hadDraft },
+      });
+      return this.getDraft(orgId, agentId, trx);
+    });
+  }
+
+  /**
+   * `POST /v1/agents/{agent_id}/draft/publish`: the draft becomes the next version, whole. When
+   * its `based_on_version` is below `version`, the versions published since are undone; they
+   * are named in `undone_versions` of the response and of the new version. 409 `no_draft`
+   * without a draft.
+   */
+  async publishDraft(orgId: string, agentId: string, ctx: ChangeContext): Promise<PublishedDraftObject> {
+    return this.deps.db.transaction(async (trx) => {
+      const row = await this.load(trx, orgId, agentId, true);
+      if (row.draft === null) throw conflict(`Agent ${agentId} has no draft to publish`, 'no_draft');
+      const basedOn = row.draft_based_on_version!;
+      const version = row.version + 1;
+      const undoneVersions: number[] = [];
+      for (let v = basedOn + 1; v <= row.version; v++) undoneVersions.push(v);
+      await insertVersion(trx, {
+        org_id: orgId,
+        agent_id: agentId,
+        version,
+        config: readConfig(row.draft),
+        origin: 'draft',
+        based_on_version: basedOn,
+        restored_from_version: row.draft_restored_from_version,
+        undone_versions: undoneVersions,
+        created_by: ctx.actor,
+      });
+      await updateAgent(trx, orgId, agentId, { version, draft: null, updated_by: ctx.actor });
+      await recordAudit(trx, {
+        orgId,
+        actor: ctx.actor,
+        action: 'agent.draft_published',
+        objectType: 'agent',
+        objectId: agentId,
+        requestId: ctx.requestId ?? null,
+        data: { version, based_on_version: basedOn, undone_versions: undoneVersions, restored_from_version: row.draft_restored_from_version },
+      });
+      return { ...(await this.get(orgId, agentId, trx)), undone_versions: undoneVersions };
+    });
+  }
+
+  /**
+   * `DELETE /v1/agents/{agent_id}/draft`: drops the draft; returns the draft object as it now
+   * is (the published version, `has_draft: false`). Without a draft nothing changes and nothing
+   * is audited.
+   */
+  async discardDraft(orgId: string, agentId: string, ctx: ChangeContext): Promise<AgentDraftObject> {
+    return this.deps.db.transaction(async (trx) => {
+      const row = await this.load(trx, orgId, agentId, true);
+      if (row.draft === null) return this.toDraft(row);
+      await updateAgent(trx, orgId, agentId, { draft: null, updated_by: ctx.actor });
+      await recordAudit(trx, {
+        orgId,
+        actor: ctx.actor,
+        action: 'agent.draft_discarded',
+        objectType: 'agent',
+        objectId: agentId,
+        requestId: ctx.requestId ?? null,
+        data: { based_on_version: row.draft_based_on_version },
+      });
+      return this.getDraft(orgId, agentId, trx);
+    });
+  }
+
+  /** The agent's published versions, newest first. */
+  async listVersions(orgId: string, agentId: string, page: PageRequest): Promise<Page<AgentVersionObject>> {
+    const row = await this.load(this.deps.db, orgId, agentId);
+    return paginate<VersionRow, AgentVersionObject>(
+      versionsQuery(this.deps.db, orgId, agentId),
+      page,
+      (version) => this.toVersion(version, row.version),
+      'version',
+    );
+  }
+
+  /** One published version; 404 when it does not exist. */
+  async getVersion(orgId: string, agentId: string, version: number): Promise<AgentVersionObject> {
+    const row = await this.load(this.deps.db, orgId, agentId);
+    const found = await findVersion(this.deps.db, orgId, agentId, version);
+    if (!found) throw notFound(`Agent ${agentId} has no version ${version}`);
+    return this.toVersion(found, row.version);
+  }
+
+  /**
+   * `POST /v1/agents/{agent_id}/versions/{version}/restore`: that version's config replaces the
+   * draft (or becomes one). The draft counts as started now, from the current published version
+   * (`based_on_version` = `version`), and remembers `restored_from_version`. Nothing runs
+   * differently until the draft is published.
+   */
+  async restoreVersion(orgId: string, agentId: string, version: number, ctx: ChangeContext): Promise<AgentDraftObject> {
+    return this.deps.db.transaction(async (trx) => {
+      const row = await this.load(trx, orgId, agentId, true);
+      const found = await findVersion(trx, orgId, agentId, version);
+      if (!found) throw notFound(`Agent ${agentId} has no version ${version}`);
+      await updateAgent(trx, orgId, agentId, {
+        draft: { config: readConfig(found.config), based_on_version: row.version, restored_from_version: version, saved_by: ctx.actor },
+        updated_by: ctx.actor,
+      });
+      await recordAudit(trx, {
+        orgId,
+        actor: ctx.actor,
+        action: 'agent.version_restored',
+        objectType: 'agent',
+        objectId: agentId,
+        requestId: ctx.requestId ?? null,
+        data: { version, based_on_version: row.version, replaced_draft: row.draft !== null },
+      });
+      return this.getDraft(orgId, agentId, trx);
+    });
+  }
+
+  /**
+   * What a task runs: the published version, or with `which: 'draft'` the draft (the published
+   * version when there is none). Pass the task's transaction as `db` to read inside it. 404
+   * when the org has no such agent.
+   */
+  async resolveForTask(
+    orgId: string,
+    agentId: string,
+    which: 'published' | 'draft',
+    db: Knex | Knex.Transaction = this.deps.db,
+  ): Promise<AgentForTask> {
+    const row = await this.load(db, orgId, agentId);
+    const runsDraft = which === 'draft' && row.draft !== null;
+    const config = readConfig(runsDraft ? row.draft : row.published_config);
+    return {
+      agent_id: agentId,
+      version: runsDraft ? row.draft_based_on_version! : row.version,
+      draft: runsDraft,
+      config,
+      model: effectiveModel(config),
+      effort: config.effort ?? DEFAULT_EFFORT,
+      invite_url_template: effectiveInviteUrlTemplate(config, this.deps.config.baseUrl),
+    };
+  }
+
+  /** The id of the org's default agent (every org has one); 404 if it somehow has none. */
+  async getDefaultAgentId(orgId: string, db: Knex | Knex.Transaction = this.deps.db): Promise<string> {
+    const agentId = await findDefaultAgentId(db, orgId);
+    if (!agentId) throw notFound('The org has no default agent');
+    return agentId;
+  }
+
+  private async insertNewAgent(
+    trx: Knex.Transaction,
+    orgId: string,
+    agentId: string,
+    config: AgentConfig,
+    makeDefault: boolean,
+    ctx: ChangeContext,
+    fields: string[],
+  ): Promise<void> {
+    if (!(await lockOrg(trx, orgId))) throw notFound(`No org ${orgId}`);
+    if (await findAgent(trx, orgId, agentId)) throw conflict(`Agent ${agentId} already exists`);
+    const previous = await findDefaultAgentId(trx, orgId);
+    // The org's first agent is its default whatever was asked: an org always has one.
+    const isDefault = makeDefault || previous === null;
+    if (isDefault && previous !== null) await clearDefault(trx, orgId, agentId);
+    await insertAgent(trx, { org_id: orgId, agent_id: agentId, version: 1, is_default: isDefault, created_by: ctx.actor });
+    await insertVersion(trx, {
+      org_id: orgId,
+      agent_id: agentId,
+      version: 1,
+      config,
+      origin: 'created',
+      based_on_version: null,
+      restored_from_version: null,
+      undone_versions: [],
+      created_by: ctx.actor,
+    });
+    await recordAudit(trx, {
+      orgId,
+      actor: ctx.actor,
+      action: 'agent.created',
+      objectType: 'agent',
+      objectId: agentId,
+      requestId: ctx.requestId ?? null,
+      data: { version: 1, fields, is_default: isDefault, ...(isDefault && previous ? { previous_default: previous } : {}) },
+    });
+  }
+
+  /**
+   * Checks an `is_default` change and, for `true`, clears the current default (under the org
+   * lock). `false` on the default agent is refused: an org always has exactly one default,
+   * moved by making another agent the default.
+   */
+  private async prepareDefaultChange(
+    trx: Knex.Transaction,
+    orgId: string,
+    agentId: string,
+    isDefault: boolean | undefined,
+  ): Promise<{ moved: boolean; previous: string | null }> {
+    if (isDefault === undefined) return { moved: false, previous: null };
+    // The org lock comes before the agent row lock in every transaction that takes both.
+    if (!(await lockOrg(trx, orgId))) throw notFound(`No agent ${agentId}`);
+    const row = await this.load(trx, orgId, agentId, true);
+    const previous = await findDefaultAgentId(trx, orgId);
+    if (isDefault === false) {
+      if (row.is_default) {
+        throw conflict(
+          `Agent ${agentId} is the org's default agent; make another agent the default (is_default: true on it) instead`,
+          'default_agent_required',
+        );
+      }
+      return { moved: false, previous };
+    }
+    if (row.is_default) return { moved: false, previous };
+    await clearDefault(trx, orgId, agentId);
+    return { moved: true, previous };
+  }
+
+  private async load(db: Knex | Knex.Transaction, orgId: string, agentId: string, forUpdate = false): Promise<AgentWithConfigRow> {
+    const row = await findAgent(db, orgId, agentId, { forUpdate });
+    if (!row) throw notFound(`No agent ${agentId}`);
+    return row;
+  }
+
+  private applyOptions() {
+    return { allowPrivateUrls: this.deps.config.allowPrivateUrls };
+  }
+
+  private configFields(config: AgentConfig): ConfigFields {
+    return {
+      name: config.name,
+      instructions: config.instructions,
+      model: config.model,
+      effort: config.effort,
+      greeting: config.greeting,
+      display_name: config.display_name,
+      narration: config.narration,
+      customer_answers: config.customer_answers,
+      customer_approvals: config.customer_approvals,
+      guardrails: config.guardrails,
+      tools: config.tools,
+      invite_url_template: effectiveInviteUrlTemplate(config, this.deps.config.baseUrl),
+    };
+  }
+
+  private agentFields(row: AgentWithConfigRow, config: AgentConfig): AgentFields {
+    const hasDraft = row.draft !== null;
+    return {
+      agent_id: row.agent_id,
+      ...this.configFields(config),
+      is_default: row.is_default,
+      version: row.version,
+      has_draft: hasDraft,
+      created_by: row.created_by ?? null,
+      updated_by: row.updated_by ?? null,
+      created_at: iso(row.created_at),
+      updated_at: iso(row.updated_at),
+      based_on_version: hasDraft ? row.draft_based_on_version! : row.version,
+      saved_at: hasDraft ? iso(row.draft_saved_at) : null,
+      saved_by: hasDraft ? (row.draft_saved_by ?? null) : null,
+    };
+  }
+
+  private toAgent(row: AgentWithConfigRow): AgentObject {
+    return { object: 'agent', ...this.agentFields(row, readConfig(row.published_config)) };
+  }
+
+  private toDraft(row: AgentWithConfigRow): AgentDraftObject {
+    const hasDraft = row.draft !== null;
+    return {
+      object: 'agent_draft',
+      ...this.agentFields(row, readConfig(hasDraft ? row.draft : row.published_config)),
+      restored_from_version: hasDraft ? row.draft_restored_from_version : null,
+    };
+  }
+
+  private toVersion(row: VersionRow, published: number): AgentVersionObject {
+    return {
+      object: 'agent_version',
+      agent_id: row.agent_id,
+      version: row.version,
+      ...this.configFields(readConfig(row.config)),
+      is_published: row.version === published,
+      origin: row.origin,
+      based_on_version: row.based_on_version,
+      restored_from_version: row.restored_from_version,
+      undone_versions: row.undone_versions ?? [],
+      created_at: row.created_at.toISOString(),
+      created_by: row.created_by ?? null,
+    };
+  }
+}

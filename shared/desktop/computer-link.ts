@@ -1,0 +1,40 @@
+import { Emitter } from '@socket.io/redis-emitter';
+import type { Redis } from '../redis';
+import { DesktopEvents, type ShowMessage } from './protocol';
+
+export const DESKTOP_NAMESPACE = '/desktop';
+
+/** The socket.io room of a session: every connection of its computer joins it. */
+export const sessionRoom = (code: string) => `session:${code}`;
+
+/** The Redis key prefix of socket.io's adapter and emitter; both must agree. */
+export const socketIoKey = (prefix: string) => `${prefix}:socket.io`;
+
+/**
+ * How any process (a worker, or a web process that does not hold the socket) reaches a
+ * computer: socket.io's Redis emitter publishes, and the web process holding the connection
+ * delivers. Nothing here holds a socket.
+ */
+export class ComputerLink {
+  private readonly desktop;
+
+  constructor(redis: Redis, prefix: string) {
+    this.desktop = new Emitter(redis, { key: socketIoKey(prefix) }).of(DESKTOP_NAMESPACE);
+  }
+
+  /** Sends an event to the session's computer (all its connections). */
+  send(code: string, event: string, payload: unknown): void {
+    this.desktop.to(sessionRoom(code)).emit(event, payload);
+  }
+
+  show(code: string, message: ShowMessage): void {
+    this.send(code, DesktopEvents.show, message);
+  }
+
+  /** Tells the app the team let go of it (it forgets the code), then closes its connections. */
+  release(code: string, reason: string): void {
+    this.send(code, DesktopEvents.released, { reason });
+    // Give the app a moment to read the message before the connection drops.
+    setTimeout(() => this.desktop.in(sessionRoom(code)).disconnectSockets(true), 200).unref();
+  }
+}

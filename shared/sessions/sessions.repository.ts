@@ -1,0 +1,79 @@
+import type { Knex } from '../db/knex';
+import { paginate, type Page, type PageRequest } from '../pagination';
+import type { Capabilities, DeviceInfo } from '../desktop/protocol';
+
+export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
+
+export interface SessionRow extends Record<string, unknown> {
+  seq: number;
+  code: string;
+  org_id: string;
+  agent_id: string;
+  token_hash: string;
+  invite_url: string;
+  status: SessionStatus;
+  device: DeviceInfo | null;
+  capabilities: Capabilities | null;
+  metadata: Record<string, string>;
+  connection_epoch: number;
+  created_at: Date;
+  paired_at: Date | null;
+  last_active_at: Date | null;
+  expires_at: Date | null;
+  task_count: number;
+  latest_task_id: string | null;
+}
+
+type Db = Knex | Knex.Transaction;
+
+export async function insertSession(db: Db, row: Omit<SessionRow, 'seq' | 'connection_epoch' | 'task_count' | 'latest_task_id' | 'paired_at' | 'last_active_at' | 'device' | 'capabilities' | 'status'>): Promise<SessionRow> {
+  const [inserted] = await db<SessionRow>('sessions')
+    .insert({ ...row, metadata: JSON.stringify(row.metadata) as unknown as Record<string, string> })
+    .returning('*');
+  return inserted!;
+}
+
+export async function findSession(db: Db, orgId: string, code: string): Promise<SessionRow | undefined> {
+  return db<SessionRow>('sessions').where({ org_id: orgId, code }).first();
+}
+
+/** By code alone: the desktop app knows only the code. */
+export async function findSessionByCode(db: Db, code: string, lock = false): Promise<SessionRow | undefined> {
+  const query = db<SessionRow>('sessions').where({ code }).first();
+  return lock ? query.forUpdate() : query;
+}
+
+export async function findSessionByTokenHash(db: Db, tokenHash: string): Promise<SessionRow | undefined> {
+  return db<SessionRow>('sessions').where({ token_hash: tokenHash }).first();
+}
+
+export async function updateSession(db: Db, code: string, changes: Partial<SessionRow>): Promise<SessionRow> {
+  const values: Record<string, unknown> = { ...changes };
+  for (const key of ['device', 'capabilities', 'metadata'] as const) {
+    if (values[key] !== undefined && values[key] !== null) values[key] = JSON.stringify(values[key]);
+  }
+  const [row] = await db<SessionRow>('sessions').where({ code }).update(values).returning('*');
+  return row!;
+}
+
+export interface SessionFilter {
+  status?: SessionStatus;
+  agentId?: string;
+}
+
+export function listSessions<T>(db: Knex, orgId: string, filter: SessionFilter, page: PageRequest, toObject: (row: SessionRow) => T): Promise<Page<T>> {
+  const query = db('sessions').where({ org_id: orgId });
+  if (filter.status) query.where({ status: filter.status });
+  if (filter.agentId) query.where({ agent_id: filter.agentId });
+  return paginate<SessionRow, T>(query, page, toObject);
+}
+
+/** Sessions due to expire at `now` (unused codes and computers gone for 72 hours), locked. */
+export async function expireDueSessions(db: Db, now: Date, limit = 500): Promise<SessionRow[]> {
+  return db<SessionRow>('sessions')
+    .whereIn('code', function () {
+      this.select('code').from('sessions').whereIn('status', ['waiting', 'disconnected']).andWhere('expires_at', '<=', now).limit(limit).forUpdate().skipLocked();
+    })
+    .update({ status: 'expired' })
+    .returning('*');
+}

@@ -1,0 +1,311 @@
+import type { Knex } from '../db/knex';
+import type { Clock } from '../clock';
+import type { Logger } from '../logger';
+import type { Actor } from '../audit/actor';
+import type { AuthContext } from '../api-keys/api-keys.service';
+import type { JobQueues } from '../queues/job-queues';
+import type { ComputerLink } from '../desktop/computer-link';
+import type { Capabilities, DeviceInfo } from '../desktop/protocol';
+import { jobId } from '../queues/job-queues';
+import { QUEUE_NAMES } from '../queues/catalog';
+import { recordAudit } from '../audit/audit.repository';
+import { appendOrgEvent, dispatchOrgEvents } from '../events/org-events';
+import { generateSessionToken, hashSecret } from '../api-keys/key-format';
+import { notFound } from '../errors';
+import type { Page, PageRequest } from '../pagination';
+import { newPairingCode, normalizePairingCode } from './pairing-code';
+import {
+  expireDueSessions,
+  findSession,
+  findSessionByCode,
+  insertSession,
+  listSessions,
+  updateSession,
+  type SessionFilter,
+  type SessionRow,
+} from './sessions.repository';
+
+/** An unused code (or a computer gone this long) expires. */
+export const SESSION_IDLE_EXPIRY_MS = 72 * 3600 * 1000;
+
+/** The spec's Session object. */
+export interface Session {
+  object: 'session';
+  session_id: string;
+  code: string;
+  agent_id: string;
+  invite_url: string;
+  status: SessionRow['status'];
+  device: DeviceInfo | null;
+  metadata: Record<string, string>;
+  created_at: string;
+  paired_at: string | null;
+  last_active_at: string | null;
+  expires_at: string | null;
+  task_count: number;
+  latest_task_id: string | null;
+}
+
+export function toSession(row: SessionRow): Session {
+  return {
+    object: 'session',
+    session_id: row.code,
+    code: row.code,
+    agent_id: row.agent_id,
+    invite_url: row.invite_url,
+    status: row.status,
+    device: row.device,
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    paired_at: row.paired_at?.toISOString() ?? null,
+    last_active_at: row.last_active_at?.toISOString() ?? null,
+    expires_at: row.expires_at?.toISOString() ?? null,
+    task_count: row.task_count,
+    latest_task_id: row.latest_task_id,
+  };
+}
+
+/** What sessions need to know of an agent: which one, and what the person is shown. */
+export interface SessionAgent {
+  agentId: string;
+  displayName: string;
+  greeting: string;
+  inviteUrlTemplate: string;
+}
+
+export interface SessionAgentDirectory {
+  /** The agent (the org's default when `agentId` is null), or throws 404. */
+  forSession(orgId: string, agentId: string | null): Promise<SessionAgent>;
+}
+
+/** Why a computer's connection was refused, in words the app can show. */
+export class ConnectRefused extends Error {
+  constructor(
+    readonly code: 'unknown_code' | 'expired' | 'invalid',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Work other domains do when a session's computer goes away (the running task stops or fails). */
+export type ComputerGoneHook = (session: SessionRow, why: 'offline' | 'released' | 'expired') => Promise<void>;
+
+export interface SessionsDeps {
+  db: Knex;
+  clock: Clock;
+  queues: JobQueues;
+  link: ComputerLink;
+  agents: SessionAgentDirectory;
+  /** Counts session creations per org (600 an hour); throws 429. */
+  limitCreation: (orgId: string) => Promise<void>;
+  logger: Logger;
+}
+
+export class SessionsService {
+  private readonly goneHooks: ComputerGoneHook[] = [];
+
+  constructor(private readonly deps: SessionsDeps) {}
+
+  onComputerGone(hook: ComputerGoneHook): void {
+    this.goneHooks.push(hook);
+  }
+
+  private async computerGone(row: SessionRow, why: 'offline' | 'released' | 'expired'): Promise<void> {
+    for (const hook of this.goneHooks) {
+      await hook(row, why).catch((error) => this.deps.logger.error({ err: error, code: row.code }, 'computer-gone hook failed'));
+    }
+  }
+
+  private expiryFrom(now: Date): Date {
+    return new Date(now.getTime() + SESSION_IDLE_EXPIRY_MS);
+  }
+
+  /** Puts (or moves) the delayed job that expires `code` at `at`; the sweep covers a lost job. */
+  private async scheduleExpiry(code: string, at: Date, generation: number): Promise<void> {
+    const delay = Math.max(0, at.getTime() - this.deps.clock.now().getTime());
+    await this.deps.queues.enqueue(QUEUE_NAMES.maintenance, 'expire-session', { code }, { jobId: jobId('expire', code, generation), delay });
+  }
+
+  async create(auth: AuthContext, input: { agent_id?: string; metadata?: Record<string, string> }, requestId: string): Promise<{ session: Session; token: string }> {
+    await this.deps.limitCreation(auth.orgId);
+    const agent = await this.deps.agents.forSession(auth.orgId, input.agent_id ?? null);
+    const token = generateSessionToken();
+    const now = this.deps.clock.now();
+    const row = await this.deps.db.transaction(async (trx) => {
+      for (let attempt = 0; ; attempt++) {
+        const code = newPairingCode();
+        try {
+          // A savepoint, so that a (very rare) code collision does not abort the transaction.
+          const inserted = await trx.transaction((savepoint) =>
+            insertSession(savepoint, {
+              code,
+              org_id: auth.orgId,
+              agent_id: agent.agentId,
+              token_hash: hashSecret(token),
+              invite_url: agent.inviteUrlTemplate.split('{code}').join(code),
+              metadata: input.metadata ?? {},
+              created_at: now,
+              expires_at: this.expiryFrom(now),
+            }),
+          );
+          await recordAudit(trx, {
+            orgId: auth.orgId,
+            actor: auth.actor,
+            action: 'session.created',
+            objectType: 'session',
+            objectId: code,
+            data: { agent_id: agent.agentId },
+            requestId,
+          });
+          return inserted;
+        } catch (error) {
+          if ((error as { code?: string }).code !== '23505' || attempt >= 5) throw error;
+        }
+      }
+    });
+    await this.scheduleExpiry(row.code, row.expires_at!, 0);
+    return { session: toSession(row), token };
+  }
+
+  async get(orgId: string, code: string): Promise<Session> {
+    return toSession(await this.getRow(orgId, code));
+  }
+
+  async getRow(orgId: string, code: string): Promise<SessionRow> {
+    const row = await findSession(this.deps.db, orgId, code);
+    if (!row) throw notFound(`No session ${code}`);
+    return row;
+  }
+
+  list(orgId: string, filter: SessionFilter, page: PageRequest): Promise<Page<Session>> {
+    return listSessions(this.deps.db, orgId, filter, page, toSession);
+  }
+
+  /**
+   * The team lets go of the computer: the session is disconnected (its code and token stay
+   * valid), a running task stops, the app is told and forgets the code.
+   */
+  async disconnect(auth: AuthContext, code: string, requestId: string): Promise<Session> {
+    const now = this.deps.clock.now();
+    const { row, eventId } = await this.deps.db.transaction(async (trx) => {
+      const current = await findSessionByCode(trx, code, true);
+      if (!current || current.org_id !== auth.orgId) throw notFound(`No session ${code}`);
+      if (current.status !== 'connected') return { row: current, eventId: null };
+      const updated = await updateSession(trx, code, {
+        status: 'disconnected',
+        connection_epoch: current.connection_epoch + 1,
+        last_active_at: now,
+        expires_at: this.expiryFrom(now),
+      });
+      await recordAudit(trx, { orgId: auth.orgId, actor: auth.actor, action: 'session.disconnected', objectType: 'session', objectId: code, requestId });
+      const id = await appendOrgEvent(trx, { orgId: auth.orgId, type: 'session.disconnected', sessionId: code, data: { session: toSession(updated) } });
+      return { row: updated, eventId: id };
+    });
+    if (eventId) {
+      this.deps.link.release(code, 'The team disconnected this computer.');
+      await this.afterOffline(row, eventId, 'released');
+    }
+    return toSession(row);
+  }
+
+  /** The team ends the session: code and token stop working, a running task stops. */
+  async expire(auth: AuthContext, code: string, requestId: string): Promise<Session> {
+    const now = this.deps.clock.now();
+    const { row, changed, wasConnected } = await this.deps.db.transaction(async (trx) => {
+      const current = await findSessionByCode(trx, code, true);
+      if (!current || current.org_id !== auth.orgId) throw notFound(`No session ${code}`);
+      if (current.status === 'expired') return { row: current, changed: false, wasConnected: false };
+      const updated = await updateSession(trx, code, { status: 'expired', expires_at: now, connection_epoch: current.connection_epoch + 1 });
+      await recordAudit(trx, { orgId: auth.orgId, actor: auth.actor, action: 'session.expired', objectType: 'session', objectId: code, requestId });
+      return { row: updated, changed: true, wasConnected: current.status === 'connected' };
+    });
+    if (changed) {
+      if (wasConnected) this.deps.link.release(code, 'This session has ended.');
+      await this.computerGone(row, 'expired');
+    }
+    return toSession(row);
+  }
+
+  /**
+   * A computer presents a code. Refuses unknown and expired codes; otherwise the session is
+   * connected (a reconnect included) and the new connection's epoch returned.
+   */
+  async connect(input: { code: string; device: DeviceInfo; capabilities: Capabilities }): Promise<{ session: SessionRow; epoch: number; agent: SessionAgent }> {
+    const code = normalizePairingCode(input.code);
+    if (!code) throw new ConnectRefused('invalid', 'That is not a pairing code: it has four characters, a dash, and four more.');
+    const now = this.deps.clock.now();
+    const { row, eventId } = await this.deps.db.transaction(async (trx) => {
+      const current = await findSessionByCode(trx, code, true);
+      if (!current) throw new ConnectRefused('unknown_code', 'This code is not known. Check it, or ask for a new invite.');
+      if (current.status === 'expired' || (current.expires_at && current.status !== 'connected' && current.expires_at <= now)) {
+        throw new ConnectRefused('expired', 'This code has expired. Ask for a new invite.');
+      }
+      const updated = await updateSession(trx, code, {
+        status: 'connected',
+        connection_epoch: current.connection_epoch + 1,
+        device: input.device,
+        capabilities: input.capabilities,
+        paired_at: current.paired_at ?? now,
+        last_active_at: now,
+        expires_at: null,
+      });
+      const id = await appendOrgEvent(trx, { orgId: updated.org_id, type: 'session.connected', sessionId: code, data: { session: toSession(updated) } });
+      return { row: updated, eventId: id };
+    });
+    await dispatchOrgEvents(this.deps.queues, [eventId]);
+    const agent = await this.deps.agents.forSession(row.org_id, row.agent_id).catch(() => ({
+      agentId: row.agent_id,
+      displayName: '',
+      greeting: '',
+      inviteUrlTemplate: row.invite_url,
+    }));
+    return { session: row, epoch: row.connection_epoch, agent };
+  }
+
+  /** A connection of the computer closed; the session goes offline unless a newer connection exists. */
+  async markOffline(code: string, epoch: number): Promise<void> {
+    const now = this.deps.clock.now();
+    const result = await this.deps.db.transaction(async (trx) => {
+      const current = await findSessionByCode(trx, code, true);
+      if (!current || current.status !== 'connected' || current.connection_epoch !== epoch) return null;
+      const updated = await updateSession(trx, code, { status: 'disconnected', last_active_at: now, expires_at: this.expiryFrom(now) });
+      const eventId = await appendOrgEvent(trx, { orgId: updated.org_id, type: 'session.disconnected', sessionId: code, data: { session: toSession(updated) } });
+      return { row: updated, eventId };
+    });
+    if (result) await this.afterOffline(result.row, result.eventId, 'offline');
+  }
+
+  /** After a disconnect commits: deliver its event, stop the running task, schedule the code's expiry. */
+  private async afterOffline(row: SessionRow, eventId: string, why: 'offline' | 'released'): Promise<void> {
+    await dispatchOrgEvents(this.deps.queues, [eventId]);
+    await this.computerGone(row, why);
+    await this.scheduleExpiry(row.code, row.expires_at!, row.connection_epoch);
+  }
+
+  /** What the invite page shows for a code; null when no session has it. */
+  async invite(code: string): Promise<{ status: SessionRow['status']; agent: SessionAgent } | null> {
+    const row = await findSessionByCode(this.deps.db, code);
+    if (!row) return null;
+    const agent = await this.deps.agents.forSession(row.org_id, row.agent_id);
+    return { status: row.status, agent };
+  }
+
+  /** Records activity of a connected computer. */
+  async touch(code: string): Promise<void> {
+    await this.deps.db('sessions').where({ code, status: 'connected' }).update({ last_active_at: this.deps.clock.now() });
+  }
+
+  /** Expires every session due at the clock's now; returns how many. Used by the job and the sweep. */
+  async expireDue(): Promise<number> {
+    const expired = await this.deps.db.transaction(async (trx) => {
+      const rows = await expireDueSessions(trx, this.deps.clock.now());
+      for (const row of rows) {
+        await recordAudit(trx, { orgId: row.org_id, actor: null as Actor, action: 'session.expired', objectType: 'session', objectId: row.code, data: { reason: 'unused for 72 hours' } });
+      }
+      return rows;
+    });
+    for (const row of expired) await this.computerGone(row, 'expired');
+    return expired.length;
+  }
+}
