@@ -12,11 +12,17 @@ import { defineRoute, mountRoutes, type RequestState, type RouteSpec } from './r
 import { buildOpenApiDocument } from './openapi';
 import { healthRoutes } from './routes/health.routes';
 import { auditRoutes } from './routes/audit.routes';
+import { agentRoutes } from './routes/agents.routes';
 import { identityRoutes } from './routes/identity.routes';
+import { webhookRoutes } from './routes/webhooks.routes';
+import { toolRoutes } from './routes/tools.routes';
+import { sessionRoutes } from './routes/sessions.routes';
+import { pageRoutes } from './routes/pages.routes';
+import { taskRoutes } from './routes/tasks.routes';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({

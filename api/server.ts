@@ -2,19 +2,26 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Container } from '../shared/container';
 import { createApp } from './app';
+import { attachDesktopGateway } from './sockets/desktop.gateway';
+import type { DesktopInbox } from '../shared/desktop/inbox';
 
 export interface WebServer {
   server: http.Server;
+  gateway: ReturnType<typeof attachDesktopGateway>;
   port: number;
   /** Stops accepting connections and waits for open requests to end. */
   close(): Promise<void>;
 }
 
 /** The web process: the Koa API on one HTTP server (the socket.io gateway attaches here too). */
-export async function startWeb(container: Container, options: { port?: number; validateResponses?: boolean } = {}): Promise<WebServer> {
+export async function startWeb(
+  container: Container,
+  options: { port?: number; validateResponses?: boolean; inboxes?: DesktopInbox[] } = {},
+): Promise<WebServer> {
   await container.apiKeys.listenForRevocations();
   const { app } = createApp(container, { validateResponses: options.validateResponses });
   const server = http.createServer(app.callback());
+  const gateway = attachDesktopGateway(server, container, options.inboxes ?? []);
   // Long polls wait up to 55 s; keep sockets and requests alive past that.
   server.requestTimeout = 120_000;
   server.headersTimeout = 65_000;
@@ -26,11 +33,13 @@ export async function startWeb(container: Container, options: { port?: number; v
   const port = (server.address() as AddressInfo).port;
   return {
     server,
+    gateway,
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      }),
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await gateway.close();
+      await closed;
+    },
   };
 }

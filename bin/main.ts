@@ -4,6 +4,7 @@ import { migrateLatest } from '../shared/db/knex';
 import { createContainer } from '../shared/container';
 import { PROCESS_TYPES, type ProcessType } from '../shared/queues/catalog';
 import { startDeskhand } from './start';
+import { registerDesktopCommand } from './desktop.command';
 
 /** Prints one JSON object on stdout, the CLI's machine-readable answer. */
 function printJson(value: unknown): void {
@@ -111,6 +112,8 @@ export function buildProgram(): Command {
     .action(async (keyId: string) => {
       await withContainer(async (container) => printJson(await container.apiKeys.revoke(keyId, null)));
     });
+
+  registerDesktopCommand(program);
 
   return program;
 }

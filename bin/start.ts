@@ -1,9 +1,11 @@
 import type { Config } from '../shared/config';
+import type { Clock } from '../shared/clock';
 import { createContainer, type Container } from '../shared/container';
 import { PROCESS_TYPES, type ProcessType, type WorkerType } from '../shared/queues/catalog';
 import { startWeb, type WebServer } from '../api/server';
 import { startWorkers } from '../workers';
 import type { RunningWorker } from '../workers/runtime';
+import { taskDesktopInbox } from '../shared/tasks/desktop-inbox';
 
 export interface RunningDeskhand {
   container: Container;
@@ -21,10 +23,11 @@ export interface RunningDeskhand {
 export async function startDeskhand(
   config: Readonly<Config>,
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { port?: number; validateResponses?: boolean } = {},
+  options: { port?: number; validateResponses?: boolean; clock?: Clock } = {},
 ): Promise<RunningDeskhand> {
-  const container = createContainer(config);
-  const web = types.includes('web') ? await startWeb(container, options) : null;
+  const container = createContainer(config, { clock: options.clock });
+  const inboxes = [taskDesktopInbox(container.loop, container.logger.child({ scope: 'desktop-inbox' }))];
+  const web = types.includes('web') ? await startWeb(container, { ...options, inboxes }) : null;
   const workers = await startWorkers(container, types.filter((type): type is WorkerType => type !== 'web'));
   container.logger.info({ types, port: web?.port }, 'deskhand started');
 

@@ -29,6 +29,20 @@ export interface Config {
   sessionsPerHour: number;
   shutdownTimeoutMs: number;
   logLevel: string;
+  /** Waits before each webhook retry; its length is the number of retries (spec: 5 s, 20 s, 1 min, 2 min). */
+  webhookRetryScheduleMs: readonly number[];
+  /** Deadline of one webhook attempt (spec: 10 s). */
+  webhookTimeoutMs: number;
+  /** Deadline of one HTTP tool call (spec: 15 s). */
+  toolTimeoutMs: number;
+  /** BullMQ `lockDuration` of every worker: how long a job stays locked to a worker that stopped renewing it. */
+  workerLockDurationMs: number;
+  /** BullMQ `stalledInterval`: how often a worker looks for stalled jobs to hand to another. */
+  workerStalledIntervalMs: number;
+  /** How long a computer may take to answer one action before its task fails. */
+  actTimeoutMs: number;
+  /** How long one model turn may take. */
+  modelTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -49,6 +63,20 @@ function flag(env: Env, name: string): boolean {
   if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
   if (raw === '1' || raw === 'true') return true;
   throw new ConfigError(`${name} must be 1 or 0, got "${raw}"`);
+}
+
+function millisecondsList(env: Env, name: string, fallback: number[], maxItems: number, max: number): number[] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const parts = raw.split(',').map((part) => part.trim());
+  if (parts.length > maxItems || parts.some((part) => !/^\d+$/.test(part))) {
+    throw new ConfigError(`${name} must be up to ${maxItems} whole numbers of milliseconds separated by commas, got "${raw}"`);
+  }
+  const values = parts.map(Number);
+  if (values.some((value) => value < 1 || value > max)) {
+    throw new ConfigError(`${name} values must be between 1 and ${max}, got "${raw}"`);
+  }
+  return values;
 }
 
 function url(env: Env, name: string, fallback: string, protocols: string[]): string {
@@ -106,6 +134,15 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     sessionsPerHour: integer(env, 'DESKHAND_SESSIONS_PER_HOUR', 600, 1, 10_000_000),
     shutdownTimeoutMs: integer(env, 'DESKHAND_SHUTDOWN_TIMEOUT_MS', 25000, 100, 600_000),
     logLevel: env.LOG_LEVEL || (env.NODE_ENV === 'test' ? 'silent' : 'info'),
+    webhookRetryScheduleMs: Object.freeze(
+      millisecondsList(env, 'DESKHAND_WEBHOOK_RETRY_SCHEDULE_MS', [5_000, 20_000, 60_000, 120_000], 10, 24 * 3600 * 1000),
+    ),
+    webhookTimeoutMs: integer(env, 'DESKHAND_WEBHOOK_TIMEOUT_MS', 10_000, 50, 120_000),
+    toolTimeoutMs: integer(env, 'DESKHAND_TOOL_TIMEOUT_MS', 15_000, 50, 120_000),
+    workerLockDurationMs: integer(env, 'DESKHAND_WORKER_LOCK_DURATION_MS', 30_000, 500, 600_000),
+    workerStalledIntervalMs: integer(env, 'DESKHAND_WORKER_STALLED_INTERVAL_MS', 30_000, 250, 600_000),
+    actTimeoutMs: integer(env, 'DESKHAND_ACT_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    modelTimeoutMs: integer(env, 'DESKHAND_MODEL_TIMEOUT_MS', 300_000, 1000, 3_600_000),
   };
   if (config.adminToken !== null && config.adminToken.length < 16) {
     throw new ConfigError('DESKHAND_ADMIN_TOKEN must be at least 16 characters');

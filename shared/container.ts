@@ -6,6 +6,21 @@ import { JobQueues } from './queues/job-queues';
 import { Notifier } from './notifier';
 import { ApiKeyService } from './api-keys/api-keys.service';
 import { OrgService } from './orgs/orgs.service';
+import { createSafeHttpClient, type HostResolver, type SafeHttpClient } from './http';
+import { WebhookService } from './webhooks/webhooks.service';
+import { WebhookDeliveryService } from './webhooks/webhook-delivery.service';
+import { ensureToolSecret, ToolSecretService } from './tools/tool-secrets.service';
+import { createToolCall, enqueueToolCall, ToolCallService } from './tools/tool-calls.service';
+import { AgentService } from './agents/agents.service';
+import { AgentFileService } from './agents/agent-files.service';
+import { systemClock, type Clock } from './clock';
+import { ComputerLink } from './desktop/computer-link';
+import { SessionsService } from './sessions/sessions.service';
+import { sessionAgentDirectory } from './sessions/session-agents';
+import { createKeyedLimiter } from './rate-limits';
+import { createModelRegistry, type ModelRegistry } from './models/catalog';
+import { TaskLoop } from './tasks/task-loop';
+import { TasksService } from './tasks/tasks.service';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -23,11 +38,38 @@ export interface Container {
   notifier: Notifier;
   apiKeys: ApiKeyService;
   orgs: OrgService;
-  /** Closes queues, Redis and the database pool, in that order. */
+  agents: AgentService;
+  /** The agents' own file stores (AgentTools `files`). */
+  agentFiles: AgentFileService;
+  clock: Clock;
+  /** Reaches computers through socket.io's Redis emitter, from any process. */
+  link: ComputerLink;
+  sessions: SessionsService;
+  models: ModelRegistry;
+  /** The agent loop: steps, results from computers, answers, stops. */
+  loop: TaskLoop;
+  tasks: TasksService;
+  /** Outbound HTTP to customers' URLs (webhooks, HTTP tools): SSRF-checked at connect time. */
+  outboundHttp: SafeHttpClient;
+  webhooks: WebhookService;
+  webhookDelivery: WebhookDeliveryService;
+  toolSecrets: ToolSecretService;
+  toolCalls: ToolCallService;
+  /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
 
-export function createContainer(config: Readonly<Config>, options: { logger?: Logger; dbPoolMax?: number } = {}): Container {
+export function createContainer(
+  config: Readonly<Config>,
+  options: {
+    logger?: Logger;
+    dbPoolMax?: number;
+    clock?: Clock;
+    /** Name resolution for customers' URLs, at registration and at connect time (tests inject it). */
+    hostResolver?: HostResolver;
+  } = {},
+): Container {
+  const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel, { service: 'deskhand' });
   const db = createKnex(config.databaseUrl, { min: 0, max: options.dbPoolMax ?? 10 });
   const redis = createRedis(config.redisUrl, { name: 'deskhand-commands' });
@@ -36,6 +78,50 @@ export function createContainer(config: Readonly<Config>, options: { logger?: Lo
   const notifier = new Notifier(redis, subscriber, config.redisPrefix);
   const apiKeys = new ApiKeyService({ db, env: config.env, notifier, logger: logger.child({ scope: 'api-keys' }) });
   const orgs = new OrgService({ db, apiKeys });
+  const agents = new AgentService({ db, config });
+  // Every org has exactly one default agent from its first moment.
+  orgs.onCreated((trx, orgId, actor) => agents.createDefaultAgent(trx, orgId, actor));
+  const agentFiles = new AgentFileService({ db });
+  const link = new ComputerLink(redis, config.redisPrefix);
+  const sessionCreations = createKeyedLimiter({ redis, prefix: config.redisPrefix, name: 'sessions', points: config.sessionsPerHour, durationSeconds: 3600 });
+  const sessions = new SessionsService({
+    db,
+    clock,
+    queues,
+    link,
+    agents: sessionAgentDirectory(agents),
+    limitCreation: (orgId) => sessionCreations(orgId, 'sessions created for this org'),
+    logger: logger.child({ scope: 'sessions' }),
+  });
+  const outboundHttp = createSafeHttpClient({ allowPrivate: config.allowPrivateUrls, lookup: options.hostResolver });
+  const webhooks = new WebhookService({ db, queues, config, logger: logger.child({ scope: 'webhooks' }), resolve: options.hostResolver });
+  const webhookDelivery = new WebhookDeliveryService({ db, queues, http: outboundHttp, config, logger: logger.child({ scope: 'webhook-delivery' }) });
+  const toolSecrets = new ToolSecretService({ db });
+  orgs.onCreated((trx, orgId) => ensureToolSecret(trx, orgId));
+  const toolCalls = new ToolCallService({ db, http: outboundHttp, config, logger: logger.child({ scope: 'tool-calls' }) });
+  const models = createModelRegistry({
+    scripted: config.scriptedModels,
+    anthropic: config.vendors.anthropic,
+    openai: config.vendors.openai,
+    gemini: config.vendors.gemini,
+  });
+  const loop = new TaskLoop({
+    db,
+    clock,
+    queues,
+    notifier,
+    link,
+    models,
+    agentFiles,
+    tools: { create: createToolCall, enqueue: (callId) => enqueueToolCall(queues, callId) },
+    logger: logger.child({ scope: 'task-loop' }),
+    baseUrl: config.baseUrl,
+    actTimeoutMs: config.actTimeoutMs,
+    modelTimeoutMs: config.modelTimeoutMs,
+  });
+  const tasks = new TasksService({ db, clock, notifier, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
+  // A computer that goes away takes its running task with it.
+  sessions.onComputerGone((session, why) => loop.computerGone(session.code, why));
 
   return {
     config,
@@ -47,10 +133,24 @@ export function createContainer(config: Readonly<Config>, options: { logger?: Lo
     notifier,
     apiKeys,
     orgs,
+    agents,
+    agentFiles,
+    clock,
+    link,
+    sessions,
+    models,
+    loop,
+    tasks,
+    outboundHttp,
+    webhooks,
+    webhookDelivery,
+    toolSecrets,
+    toolCalls,
     async close() {
       await queues.close();
       subscriber.disconnect();
       await redis.quit().catch(() => redis.disconnect());
+      await outboundHttp.close();
       await db.destroy();
     },
   };

@@ -14,6 +14,7 @@ export const ID_PREFIX = {
   approval: 'appr',
   audit: 'aud',
   delivery: 'dlv',
+  toolCall: 'call',
 } as const;
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';

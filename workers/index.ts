@@ -2,14 +2,18 @@ import type { Container } from '../shared/container';
 import { QUEUE_NAMES, WORKER_TYPES, type QueueName, type WorkerType } from '../shared/queues/catalog';
 import { startQueueWorker, type QueueWiring, type RunningWorker } from './runtime';
 import { maintenanceWiring, SWEEP_EVERY_MS } from './maintenance';
+import { taskStepsWiring } from './task-steps';
+import { webhooksWiring } from './webhooks';
+import { toolCallsWiring } from './tool-calls';
 
 /** Each queue's wiring; a queue whose jobs arrive with later features starts with no processors. */
 function wirings(): Record<QueueName, QueueWiring> {
   return {
-    [QUEUE_NAMES.taskSteps]: { queue: QUEUE_NAMES.taskSteps, concurrency: 50, processors: {} },
+    [QUEUE_NAMES.taskSteps]: taskStepsWiring,
     [QUEUE_NAMES.guardrails]: { queue: QUEUE_NAMES.guardrails, concurrency: 10, processors: {} },
-    [QUEUE_NAMES.webhooks]: { queue: QUEUE_NAMES.webhooks, concurrency: 100, processors: {} },
-    [QUEUE_NAMES.toolCalls]: { queue: QUEUE_NAMES.toolCalls, concurrency: 50, processors: {} },
+    [QUEUE_NAMES.webhooks]: webhooksWiring,
+    // A finished call resumes its task: the reply (or why it failed) goes to the model.
+    [QUEUE_NAMES.toolCalls]: toolCallsWiring((call, { container }) => container.loop.toolCallFinished(call)),
     [QUEUE_NAMES.evals]: { queue: QUEUE_NAMES.evals, concurrency: 5, processors: {} },
     [QUEUE_NAMES.maintenance]: maintenanceWiring,
   };

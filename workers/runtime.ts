@@ -18,6 +18,8 @@ export interface QueueWiring {
   queue: QueueName;
   concurrency: number;
   processors: Record<string, Processor>;
+  /** BullMQ worker settings particular to this queue. */
+  workerOptions?: { maxStalledCount?: number };
 }
 
 export interface RunningWorker {
@@ -52,6 +54,9 @@ export function startQueueWorker(container: Container, wiring: QueueWiring): Run
       connection,
       prefix: container.config.redisPrefix,
       concurrency: wiring.concurrency,
+      lockDuration: container.config.workerLockDurationMs,
+      stalledInterval: container.config.workerStalledIntervalMs,
+      ...wiring.workerOptions,
     },
   );
   worker.on('error', (error) => logger.error({ err: error }, 'worker error'));

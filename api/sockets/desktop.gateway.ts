@@ -7,6 +7,7 @@ import type { Container } from '../../shared/container';
 import { DESKTOP_NAMESPACE, sessionRoom, socketIoKey } from '../../shared/desktop/computer-link';
 import { DesktopEvents, type HelloReply } from '../../shared/desktop/protocol';
 import { ConnectRefused } from '../../shared/sessions/sessions.service';
+import type { DesktopInbox, DesktopSocketData } from '../../shared/desktop/inbox';
 
 const Hello = Type.Object({
   code: Type.String({ minLength: 1, maxLength: 20 }),
@@ -24,20 +25,6 @@ const Hello = Type.Object({
   }),
 });
 const validateHello = new Ajv({ strict: false }).compile<Static<typeof Hello>>(Hello);
-
-/** What a connected computer's socket carries once it said hello. */
-export interface DesktopSocketData {
-  code: string;
-  orgId: string;
-  epoch: number;
-}
-
-/** Messages from a computer beyond hello, handled by the domain that owns them (tasks). */
-export interface DesktopInbox {
-  /** `event` is the socket event name; `payload` is unchecked input from the app. */
-  receive(session: DesktopSocketData, event: string, payload: unknown): Promise<unknown>;
-  events: readonly string[];
-}
 
 const HELLO_TIMEOUT_MS = 10_000;
 

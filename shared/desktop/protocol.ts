@@ -135,8 +135,10 @@ export interface ActionResult {
 export const DesktopEvents = {
   /** app → service, on connect, with `HelloMessage`; acknowledged with `HelloReply`. */
   hello: 'desktop:hello',
-  /** service → app: run actions; acknowledged with `ActionResult[]`. */
+  /** service → app: run one action (`ActMessage`); the app answers with `result`. */
   act: 'desktop:act',
+  /** app → service: the outcome of an `act` (`ResultMessage`), with the screen after it. */
+  result: 'desktop:result',
   /** service → app: what the person sees (narration, banner, questions, approvals). */
   show: 'desktop:show',
   /** app → service: the person answered a question, decided an approval or pressed Stop. */
@@ -144,6 +146,19 @@ export const DesktopEvents = {
   /** service → app: the team disconnected the session; the app forgets the code. */
   released: 'desktop:released',
 } as const;
+
+export interface ActMessage {
+  task_id: string;
+  /** Names this action; the result must carry it back. */
+  act_id: string;
+  action: DesktopAction;
+}
+
+export interface ResultMessage {
+  task_id: string;
+  act_id: string;
+  result: ActionResult;
+}
 
 export interface HelloMessage {
   code: string;

@@ -34,13 +34,25 @@ export const JOBS = Object.freeze({
   [QUEUE_NAMES.maintenance]: {
     /** Periodic: reconcile the database with the queues (expiry, time limits, lost jobs). */
     sweep: Type.Object({}, { additionalProperties: false }),
+    /** Delayed to a session's expiry time: expires every session then due. */
+    'expire-session': Type.Object({ code: Id }, { additionalProperties: false }),
+    /** Delayed to `approval_timeout_minutes`: denies the approval if still undecided. */
+    'approval-timeout': Type.Object({ task_id: Id, approval_id: Id }, { additionalProperties: false }),
   },
   [QUEUE_NAMES.taskSteps]: {
     step: Type.Object({ task_id: Id, step: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
   },
   [QUEUE_NAMES.guardrails]: {},
-  [QUEUE_NAMES.webhooks]: {},
-  [QUEUE_NAMES.toolCalls]: {},
+  [QUEUE_NAMES.webhooks]: {
+    /** Fan one org event out to the org's endpoint (a delivery row and its attempts). */
+    dispatch: Type.Object({ event_id: Id }, { additionalProperties: false }),
+    /** A later attempt of a delivery (retry, redelivery, test event); the row says what is due. */
+    deliver: Type.Object({ delivery_id: Id }, { additionalProperties: false }),
+  },
+  [QUEUE_NAMES.toolCalls]: {
+    /** Make one HTTP tool call (`tool_calls` row), once. */
+    call: Type.Object({ call_id: Id }, { additionalProperties: false }),
+  },
   [QUEUE_NAMES.evals]: {},
 } satisfies Record<QueueName, Record<string, TSchema>>);
 

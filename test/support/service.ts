@@ -1,6 +1,7 @@
 import { startDeskhand, type RunningDeskhand } from '../../bin/start';
 import { PROCESS_TYPES, type ProcessType } from '../../shared/queues/catalog';
 import { testConfig } from './environment';
+import type { Clock } from '../../shared/clock';
 
 export interface TestService {
   running: RunningDeskhand;
@@ -22,8 +23,9 @@ export interface ApiResponse {
 export async function startTestService(
   overrides: Record<string, string> = {},
   types: readonly ProcessType[] = PROCESS_TYPES,
+  options: { clock?: Clock } = {},
 ): Promise<TestService> {
-  const running = await startDeskhand(testConfig(overrides), types, { port: 0, validateResponses: true });
+  const running = await startDeskhand(testConfig(overrides), types, { port: 0, validateResponses: true, clock: options.clock });
   const baseUrl = `http://127.0.0.1:${running.web?.port ?? 0}`;
   return {
     running,

@@ -1,17 +1,23 @@
 import { QUEUE_NAMES } from '../../shared/queues/catalog';
 import type { QueueWiring } from '../runtime';
 import { createSweepProcessor, type SweepStep } from './sweep.processor';
+import { webhookSweepSteps } from '../webhooks';
 import { expireSessionProcessor } from './expire-session.processor';
+import { approvalTimeoutProcessor } from './task-timers.processor';
 
 /** How often the reconcile sweep runs. */
 export const SWEEP_EVERY_MS = 15_000;
 
 export const SWEEP_STEPS: SweepStep[] = [
   { name: 'expire-sessions', run: ({ container }) => container.sessions.expireDue() },
+  { name: 'reconcile-tasks', run: ({ container }) => container.loop.reconcile() },
+  ...webhookSweepSteps,
 ];
 
 export const maintenanceWiring: QueueWiring = {
   queue: QUEUE_NAMES.maintenance,
   concurrency: 2,
-  processors: { sweep: createSweepProcessor(SWEEP_STEPS), 'expire-session': expireSessionProcessor },
+  processors: { sweep: createSweepProcessor(SWEEP_STEPS), 'expire-session': expireSessionProcessor,
+    'approval-timeout': approvalTimeoutProcessor,
+  },
 };

@@ -1,0 +1,100 @@
+import type { Container } from '../../shared/container';
+import { defineRoute, type RouteSpec } from '../routing';
+import { ListOf } from '../schemas/common.schemas';
+import { DeliveriesQuery, DeliveryParams, WebhookDeliverySchema, WebhookSchema, WebhookUpdateBody } from '../schemas/webhooks.schemas';
+
+const TAG = 'Webhooks';
+
+/** The org's webhook endpoint (spec: Webhook endpoint) and, beyond the spec, its deliveries. */
+export function webhookRoutes(container: Container): RouteSpec[] {
+  const { webhooks } = container;
+  return [
+    defineRoute({
+      method: 'put',
+      path: '/v1/webhook',
+      operationId: 'updateWebhook',
+      summary: 'Set, change or remove the webhook endpoint; rotate its secret',
+      description:
+        'Only sent fields change. The URL must be https and resolve to public addresses only. The secret (`whsec_…`) is in the ' +
+        'response only when it is first made (the endpoint gets its first URL) or rotated; changing URL or events keeps it. ' +
+        'Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      body: WebhookUpdateBody,
+      response: WebhookSchema,
+      errors: [403],
+      handler: async ({ auth, body, requestId }) => webhooks.update(auth.orgId, body, { actor: auth.actor, requestId }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhook',
+      operationId: 'getWebhook',
+      summary: 'The webhook endpoint (never its secret)',
+      tag: TAG,
+      auth: 'api_key',
+      response: WebhookSchema,
+      errors: [],
+      handler: async ({ auth }) => webhooks.get(auth.orgId),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhook/deliveries',
+      operationId: 'listWebhookDeliveries',
+      summary: 'Recent deliveries to the endpoint, newest first, each with its attempts',
+      tag: TAG,
+      auth: 'api_key',
+      query: DeliveriesQuery,
+      response: ListOf(WebhookDeliverySchema),
+      errors: [],
+      handler: async ({ auth, query }) =>
+        webhooks.listDeliveries(
+          auth.orgId,
+          { status: query.status, eventId: query.event_id, eventType: query.event_type },
+          { limit: query.limit ?? 20, cursor: query.cursor ?? null },
+        ),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhook/deliveries/{delivery_id}',
+      operationId: 'getWebhookDelivery',
+      summary: 'One delivery with its attempts',
+      tag: TAG,
+      auth: 'api_key',
+      params: DeliveryParams,
+      response: WebhookDeliverySchema,
+      errors: [404],
+      handler: async ({ auth, params }) => webhooks.getDelivery(auth.orgId, params.delivery_id),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/webhook/deliveries/{delivery_id}/redeliver',
+      operationId: 'redeliverWebhookEvent',
+      summary: 'Send a delivery\'s event again, now',
+      description:
+        'The same body and `id`, signed afresh, to the endpoint as it is now. The delivery goes back to `pending`; should this ' +
+        'attempt fail, it is retried on a fresh round of the retry schedule. 409 `no_webhook_endpoint` without an endpoint, ' +
+        '409 `event_type_filtered` when the events filter no longer takes the event\'s type. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      params: DeliveryParams,
+      response: WebhookDeliverySchema,
+      errors: [403, 404, 409],
+      handler: async ({ auth, params, requestId }) => webhooks.redeliver(auth.orgId, params.delivery_id, { actor: auth.actor, requestId }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/webhook/test',
+      operationId: 'sendWebhookTestEvent',
+      summary: 'Send a `webhook.test` event to the endpoint',
+      description:
+        'A signed envelope of type `webhook.test` (outside the ten types, never blocked by the events filter), delivered and ' +
+        'retried like any event. Returns the delivery; follow it with `GET /v1/webhook/deliveries/{delivery_id}`. ' +
+        '409 `no_webhook_endpoint` without an endpoint. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      response: WebhookDeliverySchema,
+      errors: [403, 409],
+      handler: async ({ auth, requestId }) => webhooks.sendTest(auth.orgId, { actor: auth.actor, requestId }),
+    }),
+  ];
+}

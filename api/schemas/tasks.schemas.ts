@@ -1,0 +1,78 @@
+import { Type } from '@sinclair/typebox';
+import { DateTime, Metadata } from './common.schemas';
+
+const QuestionPending = Type.Object({
+  type: Type.Literal('question'),
+  question_id: Type.String(),
+  question: Type.String(),
+  options: Type.Array(Type.String(), { description: 'Empty: a free answer.' }),
+  customer_can_answer: Type.Boolean(),
+});
+
+const ApprovalPending = Type.Object({
+  type: Type.Literal('approval'),
+  approval_id: Type.String(),
+  what: Type.String({ description: 'What is to be approved, in a sentence.' }),
+  kind: Type.Union([Type.Literal('action'), Type.Literal('agent_request'), Type.Literal('tool'), Type.Literal('safety_check')], {
+    description: 'action: a step the guardrails hold for approval; agent_request: the agent asked; tool: an HTTP tool with approval always; safety_check: the model raised one.',
+  }),
+  category: Type.Union([Type.String(), Type.Null()]),
+  risk: Type.Union([Type.Literal('normal'), Type.Literal('high')], { description: 'high for a safety-check approval; denying it stops the task.' }),
+  customer_can_approve: Type.Boolean(),
+  expires_at: Type.Union([DateTime, Type.Null()], { description: 'When it is denied by timeout (approval_timeout_minutes); null: no timeout.' }),
+});
+
+export const TaskEventSchema = Type.Object({
+  cursor: Type.Integer({ minimum: 1 }),
+  type: Type.String({ description: 'started, thought, step, action, action_result, guardrail, question, answer, approval, decision, tool_call, tool_result, file, sleep, safety_check, completed, failed, stopped.' }),
+  message: Type.String(),
+  ts: DateTime,
+  data: Type.Record(Type.String(), Type.Unknown()),
+});
+
+export const TaskSchema = Type.Object({
+  object: Type.Literal('task'),
+  task_id: Type.String(),
+  session_id: Type.String(),
+  agent_id: Type.String(),
+  agent_version: Type.Integer({ description: 'The published version the task runs; for a draft run, the version the draft is based on.' }),
+  agent_draft: Type.Boolean({ description: 'True when the task runs the unpublished draft.' }),
+  request_id: Type.Union([Type.String(), Type.Null()]),
+  status: Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed'), Type.Literal('stopped')]),
+  done: Type.Boolean(),
+  prompt: Type.String(),
+  result: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  pending: Type.Union([QuestionPending, ApprovalPending, Type.Null()]),
+  cursor: Type.Integer({ minimum: 0 }),
+  metadata: Metadata,
+  created_at: DateTime,
+  updated_at: DateTime,
+  active_seconds: Type.Integer({ minimum: 0 }),
+  billed_minutes: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+  replay_url: Type.String(),
+  recording: Type.Object({ frames: Type.Integer({ minimum: 0 }) }),
+  trace: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'With include=trace: diagnostics safe to share with support.' })),
+});
+
+export const StartTaskBody = Type.Object(
+  {
+    prompt: Type.String({ minLength: 1, maxLength: 100_000, pattern: '\\S' }),
+    agent_id: Type.Optional(Type.String({ pattern: '^[a-z0-9-]{2,40}$', description: 'Default: the session\'s agent.' })),
+    agent_version: Type.Optional(Type.Union([Type.Literal('draft'), Type.Literal('published')], { description: 'draft runs the unpublished draft; default published.' })),
+    request_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Retrying with the same value returns the same task.' })),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+
+export const RespondBody = Type.Object(
+  {
+    question_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    answer: Type.Optional(Type.String({ maxLength: 10_000 })),
+    approval_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    decision: Type.Optional(Type.Union([Type.Literal('approve'), Type.Literal('deny')])),
+    note: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Null()])),
+  },
+  { additionalProperties: false, description: 'Either question_id with answer, or approval_id with decision and an optional note.' },
+);

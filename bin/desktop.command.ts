@@ -1,0 +1,130 @@
+import { hostname } from 'node:os';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { isAppVersion } from '../shared/simulator/capabilities';
+import { DesktopClient, type DesktopClientEnd, type DesktopClientOptions } from '../shared/simulator/desktop-client';
+import { MAX_SCREEN, MIN_SCREEN } from '../shared/simulator/simulated-computer';
+
+/**
+ * `deskhand desktop --code CODE [options]`: the reference desktop client of spec/simulator.md.
+ * It serves a simulated computer to the service until the team releases it or it is stopped
+ * (SIGINT/SIGTERM disconnect it cleanly), printing one JSON line per protocol event.
+ */
+
+/** Where the command writes and which signals stop it; the process's own by default. */
+export interface DesktopCommandIo {
+  /** One protocol event, printed as a JSON line. */
+  out(line: object): void;
+  signals: Pick<NodeJS.EventEmitter, 'once' | 'off'>;
+}
+
+/** The parsed options are the client's own, less what only code sets (output, path, pacing). */
+type DesktopCommandOptions = Omit<DesktopClientOptions, 'out' | 'path' | 'reconnectDelayMs'>;
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/**
+ * Adds the `desktop` command to the CLI. Invalid options are reported on stderr with a non-zero
+ * exit (through commander, so `exitOverride` applies); so is a pairing code the service refuses.
+ */
+export function registerDesktopCommand(program: Command, io: DesktopCommandIo = processIo()): Command {
+  const port = process.env.PORT ?? '8080';
+  return program
+    .command('desktop')
+    .description('Serve a simulated computer to the service with a pairing code (the reference desktop client).')
+    .requiredOption('--code <code>', 'pairing code, e.g. ABCD-EFGH', parseCode)
+    .option('--base-url <url>', 'the service', parseBaseUrl, `http://localhost:${port}`)
+    .addOption(new Option('--os <os>', 'which system to pretend to be').choices(['mac', 'windows']).default('mac'))
+    .option('--app-version <version>', 'reported app version (X.Y.Z); before 1.0.20 no element info and no page addresses', parseVersion, '1.0.20')
+    .option('--name <name>', 'reported device name', parseName, hostname())
+    .option('--width <pixels>', 'reported screen width', parseDimension('width', MIN_SCREEN.width, MAX_SCREEN.width), 1440)
+    .option('--height <pixels>', 'reported screen height', parseDimension('height', MIN_SCREEN.height, MAX_SCREEN.height), 900)
+    .option('--no-accessibility', 'a Mac whose app lacks Accessibility permission')
+    .option('--answer <text>', 'the person answers every question shown to them with TEXT', parseAnswer)
+    .addOption(new Option('--approve', 'the person approves every approval shown to them').conflicts('deny'))
+    .addOption(new Option('--deny', 'the person denies every approval shown to them').conflicts('approve'))
+    .option('--type-secrets', 'when asked to type a secret or password, the person types it')
+    .option('--stop-after <n>', "the person presses Stop after the task's Nth action", parseCount('--stop-after', 1))
+    .option('--delay-ms <n>', 'how long the person takes before answering or deciding', parseCount('--delay-ms', 0), 200)
+    .action(async (options: DesktopCommandOptions, command: Command) => {
+      // The default base URL comes from $PORT, which commander does not run through the parser.
+      try {
+        parseBaseUrl(options.baseUrl);
+      } catch (error) {
+        command.error(`error: ${(error as Error).message}`, { exitCode: 2, code: 'deskhand.invalidBaseUrl' });
+      }
+      const end = await runDesktopClient(options, io);
+      if (end.reason === 'refused') {
+        command.error(`error: the service refused the pairing code (${end.code}): ${end.message}`, { exitCode: 1, code: 'deskhand.refused' });
+      }
+    });
+}
+
+/** Runs the client until it is released, refused or stopped by a signal. */
+async function runDesktopClient(options: DesktopCommandOptions, io: DesktopCommandIo): Promise<DesktopClientEnd> {
+  const client = new DesktopClient({ ...options, out: (line) => io.out(line) });
+  const stop = (): void => void client.close();
+  for (const signal of STOP_SIGNALS) io.signals.once(signal, stop);
+  try {
+    // A refusal or a stop before the welcome also settles `finished`, which says which it was.
+    await client.start().catch(() => undefined);
+    return await client.finished;
+  } finally {
+    for (const signal of STOP_SIGNALS) io.signals.off(signal, stop);
+  }
+}
+
+function processIo(): DesktopCommandIo {
+  return {
+    out: (line) => process.stdout.write(`${JSON.stringify(line)}\n`),
+    signals: process,
+  };
+}
+
+function parseCode(value: string): string {
+  const code = value.trim();
+  if (!code || code.length > 100 || /\s/.test(code)) throw new InvalidArgumentError('A pairing code is one word, such as ABCD-EFGH.');
+  return code;
+}
+
+function parseBaseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(`"${value}" is not a URL, such as http://localhost:8080.`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`"${value}" must start with http:// or https://.`);
+  return value;
+}
+
+function parseVersion(value: string): string {
+  if (!isAppVersion(value)) throw new InvalidArgumentError('An app version looks like 1.0.20.');
+  return value;
+}
+
+function parseName(value: string): string {
+  const name = value.trim();
+  if (!name || name.length > 100) throw new InvalidArgumentError('A device name has 1 to 100 characters.');
+  return name;
+}
+
+function parseAnswer(value: string): string {
+  if (!value.trim()) throw new InvalidArgumentError('An answer cannot be empty.');
+  return value;
+}
+
+function parseDimension(what: string, min: number, max: number): (value: string) => number {
+  return (value) => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value) || number < min || number > max) throw new InvalidArgumentError(`The ${what} is a whole number of pixels from ${min} to ${max}.`);
+    return number;
+  };
+}
+
+function parseCount(option: string, min: number): (value: string) => number {
+  return (value) => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value) || number < min || !Number.isSafeInteger(number)) throw new InvalidArgumentError(`${option} takes a whole number of at least ${min}.`);
+    return number;
+  };
+}

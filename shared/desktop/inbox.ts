@@ -1,0 +1,16 @@
+/** What a connected computer's socket carries once it said hello. */
+export interface DesktopSocketData {
+  code: string;
+  orgId: string;
+  epoch: number;
+}
+
+/**
+ * Messages from a computer beyond hello, handled by the domain that owns them (tasks). The
+ * gateway routes each of `events` to `receive` and acknowledges with its answer.
+ */
+export interface DesktopInbox {
+  events: readonly string[];
+  /** `payload` is unchecked input from the app. */
+  receive(session: DesktopSocketData, event: string, payload: unknown): Promise<unknown>;
+}

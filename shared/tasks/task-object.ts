@@ -1,0 +1,75 @@
+import type { TaskRow } from './tasks.repository';
+
+/** The open question or approval of a task (`task.pending`). */
+export type TaskPending =
+  | { type: 'question'; question_id: string; question: string; options: string[]; customer_can_answer: boolean }
+  | {
+      type: 'approval';
+      approval_id: string;
+      what: string;
+      kind: 'action' | 'agent_request' | 'tool' | 'safety_check';
+      category: string | null;
+      risk: 'normal' | 'high';
+      customer_can_approve: boolean;
+      expires_at: string | null;
+    };
+
+/** The spec's Task object. */
+export interface Task {
+  object: 'task';
+  task_id: string;
+  session_id: string;
+  agent_id: string;
+  /** The published version the task runs (for a draft run, the version the draft is based on). */
+  agent_version: number;
+  /** True when the task runs the agent's unpublished draft. */
+  agent_draft: boolean;
+  request_id: string | null;
+  status: TaskRow['status'];
+  done: boolean;
+  prompt: string;
+  result: string | null;
+  error: string | null;
+  pending: TaskPending | null;
+  cursor: number;
+  metadata: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+  active_seconds: number;
+  billed_minutes: number | null;
+  replay_url: string;
+  recording: { frames: number };
+}
+
+export const isDone = (status: TaskRow['status']) => status === 'completed' || status === 'failed' || status === 'stopped';
+
+/** Running time in milliseconds at `now`: banked time plus the current running stretch. */
+export function activeMs(row: Pick<TaskRow, 'active_ms' | 'running_since'>, now: Date): number {
+  return row.active_ms + (row.running_since ? Math.max(0, now.getTime() - row.running_since.getTime()) : 0);
+}
+
+export function toTask(row: TaskRow, baseUrl: string, now: Date): Task {
+  return {
+    object: 'task',
+    task_id: row.id,
+    session_id: row.session_id,
+    agent_id: row.agent_id,
+    agent_version: row.agent_version,
+    agent_draft: row.agent_draft,
+    request_id: row.request_id,
+    status: row.status,
+    done: isDone(row.status),
+    prompt: row.prompt,
+    result: row.result,
+    error: row.error,
+    pending: row.pending,
+    cursor: row.cursor,
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    active_seconds: Math.floor(activeMs(row, now) / 1000),
+    billed_minutes: row.billed_minutes,
+    replay_url: `${baseUrl}/console/tasks/${row.id}`,
+    recording: { frames: row.frames },
+  };
+}

@@ -1,0 +1,54 @@
+import { DesktopClient, type DesktopClientOptions } from '../../shared/simulator/desktop-client';
+import type { TestService } from './service';
+
+/** Starts the reference desktop client on a new session; returns both. */
+export async function connectDesktop(
+  service: TestService,
+  key: string,
+  options: Partial<DesktopClientOptions> = {},
+  session: Record<string, unknown> = {},
+): Promise<{ code: string; client: DesktopClient; lines: object[] }> {
+  const created = await service.api(key, 'POST', '/v1/sessions', session);
+  if (created.status !== 200) throw new Error(`could not create a session: ${JSON.stringify(created.body)}`);
+  const lines: object[] = [];
+  const client = new DesktopClient({
+    baseUrl: service.baseUrl,
+    code: created.body.code,
+    os: 'mac',
+    appVersion: '1.0.20',
+    name: 'Test Mac',
+    width: 1440,
+    height: 900,
+    accessibility: true,
+    delayMs: 0,
+    out: (line) => lines.push(line),
+    ...options,
+  });
+  await client.start();
+  return { code: created.body.code, client, lines };
+}
+
+/** Follows a task through the long-poll endpoint until `until(task)` holds or it ends. */
+export async function follow(
+  service: TestService,
+  key: string,
+  taskId: string,
+  until: (task: any, events: any[]) => boolean = (task) => task.done,
+  timeoutMs = 15_000,
+): Promise<{ task: any; events: any[] }> {
+  const events: any[] = [];
+  let cursor = 0;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=2000`);
+    if (response.status !== 200) throw new Error(`follow failed: ${JSON.stringify(response.body)}`);
+    events.push(...response.body.data);
+    cursor = response.body.cursor;
+    const task = response.body.task;
+    if (until(task, events) || task.done) return { task, events };
+    if (Date.now() > deadline) throw new Error(`task ${taskId} did not get there in ${timeoutMs} ms: ${JSON.stringify(task)}`);
+  }
+}
+
+/** A script for the scripted model, one step per line. */
+export const script = (...lines: string[]) => lines.join('\n');
