@@ -76,3 +76,58 @@ describe('npx deskhand', function () {
     expect(stderr).to.contain('configuration: PORT must be a whole number');
   });
 });
+
+describe('npx deskhand start on a fresh development database', function () {
+  this.timeout(90_000);
+
+  /** Runs `deskhand start --only web` until it prints `until`, then stops it with SIGTERM. */
+  async function startUntil(env: Record<string, string>, until: RegExp): Promise<{ stdout: string; code: number | null }> {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [bin, 'start', '--only', 'web'], { env: { ...process.env, ...env } });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${until} in: ${stdout.slice(-2000)}`)), 60_000);
+      child.stdout.on('data', () => {
+        if (until.test(stdout)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      child.once('exit', (exitCode) => resolve(exitCode));
+      child.kill('SIGTERM');
+    });
+    return { stdout, code };
+  }
+
+  it('creates a development org, prints its key once with a curl line, and never again', async () => {
+    const base = testEnv();
+    const fresh = base.DATABASE_URL!.replace(/\/([^/]+)$/, '/$1_fresh');
+    const env = testEnv({ DATABASE_URL: fresh, PORT: '0', LOG_LEVEL: 'info' });
+    const pg = (await import('pg')).default;
+    const admin = new pg.Client({ connectionString: fresh.replace(/\/[^/]+$/, '/postgres') });
+    await admin.connect();
+    try {
+      const first = await startUntil(env, /curl -H "Authorization: Bearer (dh_test_\w+)"/);
+      const key = /curl -H "Authorization: Bearer (dh_test_\w+)"/.exec(first.stdout)![1]!;
+      expect(first.stdout).to.contain('Created the development org');
+      expect(first.code).to.equal(0);
+      const second = await startUntil(env, /deskhand started/);
+      expect(second.stdout).not.to.contain('Created the development org');
+      expect(second.stdout).not.to.contain(key);
+      const orgs = new pg.Client({ connectionString: fresh });
+      await orgs.connect();
+      try {
+        expect((await orgs.query('select count(*)::int as n from orgs')).rows[0].n).to.equal(1);
+      } finally {
+        await orgs.end();
+      }
+    } finally {
+      await admin.query(`drop database if exists "${new URL(fresh).pathname.slice(1)}" with (force)`);
+      await admin.end();
+    }
+  });
+});
