@@ -12,14 +12,18 @@ export function requestContext(logger: Logger): Middleware {
     const requestId = REQUEST_ID.test(given) ? given : randomUUID();
     const state = ctx.state as RequestState;
     state.requestId = requestId;
-    state.logger = logger.child({ request_id: requestId });
+    // The scoped logger is made on first use: most requests only write the access line.
+    let scoped: Logger | undefined;
+    Object.defineProperty(state, 'logger', { get: () => (scoped ??= logger.child({ request_id: requestId })), enumerable: true });
     ctx.set('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     try {
       await next();
     } finally {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      state.logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      if (logger.isLevelEnabled('info')) {
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        state.logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      }
     }
   };
 }

@@ -34,7 +34,8 @@ const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 10_000;
 
 export class ApiKeyService {
-  private readonly cache = new Map<string, { auth: AuthContext; expires: number }>();
+  /** Verified keys by the key itself (this process has seen them in requests anyway). */
+  private readonly cache = new Map<string, { auth: AuthContext; hash: string; expires: number }>();
   private listening: Promise<unknown> | null = null;
 
   constructor(
@@ -89,7 +90,7 @@ export class ApiKeyService {
   }
 
   private forget(hash: string): void {
-    this.cache.delete(hash);
+    for (const [key, entry] of this.cache) if (entry.hash === hash) this.cache.delete(key);
   }
 
   /**
@@ -104,10 +105,11 @@ export class ApiKeyService {
     if (key.startsWith(SESSION_TOKEN_PREFIX)) {
       throw unauthenticated('Session tokens only work with the older session-token API; use an org API key for /v1');
     }
+    // A key seen in the last half minute skips the checksum, the hash and the query.
+    const cached = this.cache.get(key);
+    if (cached && cached.expires > Date.now()) return cached.auth;
     if (!isWellFormedApiKey(key, this.deps.env)) throw unauthenticated('Invalid API key');
     const hash = hashSecret(key);
-    const cached = this.cache.get(hash);
-    if (cached && cached.expires > Date.now()) return cached.auth;
     const row = await findApiKeyByHash(this.deps.db, hash);
     if (!row) throw unauthenticated('Invalid API key');
     if (row.revoked_at) throw unauthenticated('This API key has been revoked');
@@ -117,7 +119,7 @@ export class ApiKeyService {
       actor: { type: 'api_key', key_id: row.id, name: row.name, prefix: row.prefix },
     };
     if (this.cache.size >= CACHE_MAX) this.cache.clear();
-    this.cache.set(hash, { auth, expires: Date.now() + CACHE_TTL_MS });
+    this.cache.set(key, { auth, hash, expires: Date.now() + CACHE_TTL_MS });
     touchApiKey(this.deps.db, row.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not touch api key'));
     return auth;
   }
