@@ -19,10 +19,12 @@ import { toolRoutes } from './routes/tools.routes';
 import { sessionRoutes } from './routes/sessions.routes';
 import { pageRoutes } from './routes/pages.routes';
 import { taskRoutes } from './routes/tasks.routes';
+import { legacyRoutes } from './routes/legacy.routes';
+import { isLegacyPath } from './legacy-paths';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...legacyRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({
@@ -56,7 +58,8 @@ export function createApp(container: Container, options: { validateResponses?: b
   app.use(errorHandler());
   app.use(bullBoard(container));
   const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
-  app.use((ctx, next) => (isV1(ctx.path) ? limitV1(ctx, next) : next()));
+  // The older session-token API shares the /v1 budget of each client address.
+  app.use((ctx, next) => (isV1(ctx.path) || isLegacyPath(ctx.path) ? limitV1(ctx, next) : next()));
   // Every /v1 request needs an org API key: checked before the body is read or the route is known.
   app.use(async (ctx, next) => {
     if (isV1(ctx.path)) (ctx.state as RequestState).auth = await container.apiKeys.authenticate(ctx.get('authorization') || undefined);
@@ -69,6 +72,12 @@ export function createApp(container: Container, options: { validateResponses?: b
       isLargeBodyPath: (path) => largeBodyPaths.has(path),
     }),
   );
+  // The older API's POSTs may come without a body (POST /tasks has none): read as {}.
+  app.use((ctx, next) => {
+    const request = ctx.request as unknown as { body?: unknown };
+    if (ctx.method === 'POST' && isLegacyPath(ctx.path) && request.body === undefined) request.body = {};
+    return next();
+  });
   app.use(router.routes());
   app.use((ctx) => {
     throw notFound(`No route ${ctx.method} ${ctx.path}`);

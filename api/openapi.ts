@@ -1,5 +1,7 @@
 import type { RouteSpec } from './routing';
 import { ErrorSchema } from './schemas/common.schemas';
+import { LegacyErrorSchema } from './schemas/legacy.schemas';
+import { isLegacyPath, legacySecurity } from './legacy-paths';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid field (invalid_request).',
@@ -48,8 +50,11 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
           ? { description: route.response.description, content: { [route.response.contentType]: { schema: { type: 'string', format: 'binary' } } } }
           : { description: 'OK', content: { 'application/json': { schema: stripForOpenApi(route.response) } } },
     };
+    // The older session-token API authenticates in its handlers and answers errors in its own shape.
+    const legacy = isLegacyPath(route.path);
+    const errorSchema = legacy ? '#/components/schemas/LegacyError' : '#/components/schemas/Error';
     const statuses = new Set<number>([...route.errors, 500]);
-    if (route.auth === 'api_key') {
+    if (route.auth === 'api_key' || legacy) {
       statuses.add(401);
       statuses.add(429);
     }
@@ -57,7 +62,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     for (const status of [...statuses].sort()) {
       responses[String(status)] = {
         description: STATUS_TEXT[status] ?? 'Error',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        content: { 'application/json': { schema: { $ref: errorSchema } } },
       };
     }
     const operation: Record<string, unknown> = {
@@ -67,7 +72,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       tags: [route.tag],
       parameters: parameters(route),
       responses,
-      security: route.auth === 'api_key' ? [{ apiKey: [] }] : [],
+      security: legacy ? legacySecurity(route.path) : route.auth === 'api_key' ? [{ apiKey: [] }] : [],
     };
     if (route.body) {
       operation.requestBody = { required: true, content: { 'application/json': { schema: stripForOpenApi(route.body) } } };
@@ -84,8 +89,15 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     servers: [{ url: serverUrl }],
     paths,
     components: {
-      schemas: { Error: stripForOpenApi(ErrorSchema) },
-      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An org API key: Authorization: Bearer dh_live_… (dh_test_… in development).' } },
+      schemas: { Error: stripForOpenApi(ErrorSchema), LegacyError: stripForOpenApi(LegacyErrorSchema) },
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'An org API key: Authorization: Bearer dh_live_… (dh_test_… in development).' },
+        sessionToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A session token (older session-token API only; refused by /v1): Authorization: Bearer dh_sess_…, returned once when the session is created.',
+        },
+      },
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { ApiError } from '../../shared/errors';
 import type { RequestState } from '../routing';
+import { isLegacyPath } from '../legacy-paths';
 
 interface HttpLikeError {
   status?: number;
@@ -25,9 +26,19 @@ function fromHttpError(error: HttpLikeError): ApiError | null {
   return null;
 }
 
+/** The older session-token API's body: the message as a string, `code` and extra fields beside it. */
+function legacyBody(error: ApiError): Record<string, unknown> {
+  const body: Record<string, unknown> = { error: error.message };
+  if (error.code !== undefined) body.code = error.code;
+  for (const [key, value] of Object.entries(error.extra)) if (key !== 'error') body[key] = value;
+  return body;
+}
+
 /**
  * The one place errors become responses: `ApiError` as the spec's body, client errors from
- * libraries as `invalid_request`, anything else as a generic 500 with the stack logged.
+ * libraries as `invalid_request`, anything else as a generic 500 with the stack logged. Requests
+ * to the older session-token API's paths get its shape, `{ error: "<message>", code?, … }`,
+ * with the same statuses.
  */
 export function errorHandler(): Middleware {
   return async (ctx, next) => {
@@ -35,16 +46,17 @@ export function errorHandler(): Middleware {
       await next();
     } catch (caught) {
       const apiError = caught instanceof ApiError ? caught : fromHttpError(caught as HttpLikeError);
+      const toBody = (error: ApiError) => (isLegacyPath(ctx.path) ? legacyBody(error) : error.toBody());
       if (apiError) {
         ctx.status = apiError.status;
-        ctx.body = apiError.toBody();
+        ctx.body = toBody(apiError);
         for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
         return;
       }
       (ctx.state as RequestState).logger?.error({ err: caught }, 'unhandled error');
       const error = new ApiError('server_error', 'Something went wrong on our side; retry with backoff');
       ctx.status = 500;
-      ctx.body = error.toBody();
+      ctx.body = toBody(error);
     }
   };
 }

@@ -2,7 +2,7 @@ import type { Knex } from '../db/knex';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import type { Notifier } from '../notifier';
-import type { AuthContext } from '../api-keys/api-keys.service';
+import type { Caller } from '../audit/actor';
 import type { AgentService } from '../agents/agents.service';
 import type { ModelRegistry } from '../models/catalog';
 import { recordAudit } from '../audit/audit.repository';
@@ -70,7 +70,7 @@ export class TasksService {
    * Starts a task on a connected session. The same `request_id` returns the same task (also
    * under concurrent retries); one task at a time per computer, settled by a unique index.
    */
-  async start(auth: AuthContext, sessionCode: string, input: StartTaskInput, requestId: string): Promise<Task> {
+  async start(auth: Caller, sessionCode: string, input: StartTaskInput, requestId: string): Promise<Task> {
     if (input.request_id) {
       const existing = await findTaskByRequestId(this.deps.db, auth.orgId, input.request_id);
       if (existing) return this.toTask(existing);
@@ -216,7 +216,7 @@ export class TasksService {
     return { data, cursor, task: this.toTask(row) };
   }
 
-  async respond(auth: AuthContext, taskId: string, input: RespondInput, requestId: string): Promise<Task> {
+  async respond(auth: Caller, taskId: string, input: RespondInput, requestId: string): Promise<Task> {
     const hasQuestion = input.question_id !== undefined || input.answer !== undefined;
     const hasApproval = input.approval_id !== undefined || input.decision !== undefined;
     if (hasQuestion === hasApproval || (hasQuestion && (input.question_id === undefined || input.answer === undefined)) || (hasApproval && (input.approval_id === undefined || input.decision === undefined))) {
@@ -236,7 +236,7 @@ export class TasksService {
     return this.toTask(row);
   }
 
-  async stop(auth: AuthContext, taskId: string, requestId: string): Promise<Task> {
+  async stop(auth: Caller, taskId: string, requestId: string): Promise<Task> {
     const before = await this.getRow(auth.orgId, taskId);
     const row = await this.deps.loop.stop(taskId, auth.orgId, 'operator');
     if (!isDone(before.status)) {

@@ -1,0 +1,116 @@
+import type { Context } from 'koa';
+import type { Container } from '../../shared/container';
+import { SessionTokenAuth } from '../../shared/sessions/session-token-auth';
+import { LegacyTasksService } from '../../shared/legacy/legacy-tasks.service';
+import { defineRoute, type RouteSpec } from '../routing';
+import {
+  LegacyHealthQuery,
+  LegacyHealthSchema,
+  LegacyIdBody,
+  LegacyStartBody,
+  LegacyTaskListSchema,
+  LegacyTaskSchema,
+  LegacyTasksBody,
+  LegacyTraceSchema,
+  LegacyWaitBody,
+} from '../schemas/legacy.schemas';
+
+const AUTH_TEXT =
+  'Authenticated with the session token as bearer (Authorization: Bearer dh_sess_…), or with an org API key as bearer plus code in the body. Errors are { error: "<message>", code?, answered_by?, … }.';
+
+/**
+ * The older session-token API at the root paths (docs/legacy-api.md). Registered with auth
+ * `none`: each handler authenticates its own caller (a session token, or an API key with
+ * `code`), then calls the same task service as `/v1`.
+ */
+export function legacyRoutes(container: Container): RouteSpec[] {
+  const sessionAuth = new SessionTokenAuth({ db: container.db, clock: container.clock, apiKeys: container.apiKeys });
+  const legacy = new LegacyTasksService({ db: container.db, tasks: container.tasks });
+  const caller = (ctx: Context, code: string | undefined) => sessionAuth.authenticate(ctx.get('authorization') || undefined, code);
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/start',
+      operationId: 'legacyStart',
+      summary: 'Start a task on this session (older API)',
+      description: `Starts a task with the session's agent; the same request_id returns the same task (409 request_id_in_use when it was used on another session). 409 when no computer is connected or a task already runs on it. ${AUTH_TEXT}`,
+      tag: 'Older session-token API',
+      auth: 'none',
+      body: LegacyStartBody,
+      response: LegacyTaskSchema,
+      errors: [404, 409, 503],
+      handler: async ({ ctx, body, requestId }) => legacy.start(await caller(ctx, body.code), body, requestId),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/wait',
+      operationId: 'legacyWait',
+      summary: 'Answer the open question or approval, then long-poll for events after a cursor (older API)',
+      description: `With question_id and answer, or approval_id and decision (and note), answers first (first answer wins: 409 already_answered with answered_by, or not_pending); then waits up to timeout_ms (default 25000, at most 55000) for events after after. ${AUTH_TEXT}`,
+      tag: 'Older session-token API',
+      auth: 'none',
+      body: LegacyWaitBody,
+      response: LegacyTaskSchema,
+      errors: [404, 409],
+      handler: async ({ ctx, body, requestId }) => legacy.wait(await caller(ctx, body.code), body, requestId),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/stop',
+      operationId: 'legacyStop',
+      summary: 'Stop a task; an ended task is returned as it is (older API)',
+      description: AUTH_TEXT,
+      tag: 'Older session-token API',
+      auth: 'none',
+      body: LegacyIdBody,
+      response: LegacyTaskSchema,
+      errors: [404],
+      handler: async ({ ctx, body, requestId }) => legacy.stop(await caller(ctx, body.code), body.id, requestId),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/tasks',
+      operationId: 'legacyListTasks',
+      summary: 'This session\'s tasks, newest first, at most 100 (older API)',
+      description: `No body is needed with a session token. ${AUTH_TEXT}`,
+      tag: 'Older session-token API',
+      auth: 'none',
+      body: LegacyTasksBody,
+      response: LegacyTaskListSchema,
+      errors: [404],
+      handler: async ({ ctx, body }) => legacy.list(await caller(ctx, body.code)),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/trace',
+      operationId: 'legacyTrace',
+      summary: 'A task with diagnostics safe to share with support (older API)',
+      description: AUTH_TEXT,
+      tag: 'Older session-token API',
+      auth: 'none',
+      body: LegacyIdBody,
+      response: LegacyTraceSchema,
+      errors: [404],
+      handler: async ({ ctx, body }) => legacy.trace(await caller(ctx, body.code), body.id),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/health',
+      operationId: 'legacyHealth',
+      summary: 'Service status; with a token also whether the session\'s computer is connected (older API)',
+      description:
+        'Without Authorization: { status: "ok" }. With a session token (or an org API key and ?code=): also the session\'s code and computer_connected; an unknown or expired token is a 401.',
+      tag: 'Older session-token API',
+      auth: 'none',
+      query: LegacyHealthQuery,
+      response: LegacyHealthSchema,
+      errors: [404],
+      handler: async ({ ctx, query }) => {
+        const found = await sessionAuth.authenticateOptional(ctx.get('authorization') || undefined, query.code);
+        if (!found) return { status: 'ok' as const };
+        return { status: 'ok' as const, code: found.session.code, computer_connected: found.session.status === 'connected' };
+      },
+    }),
+  ];
+}
