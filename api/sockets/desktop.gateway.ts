@@ -7,6 +7,7 @@ import type { Container } from '../../shared/container';
 import { DESKTOP_NAMESPACE, sessionRoom, socketIoKey } from '../../shared/desktop/computer-link';
 import { DesktopEvents, type HelloReply } from '../../shared/desktop/protocol';
 import { ConnectRefused } from '../../shared/sessions/sessions.service';
+import { ApiError } from '../../shared/errors';
 import type { DesktopInbox, DesktopSocketData } from '../../shared/desktop/inbox';
 
 const Hello = Type.Object({
@@ -66,6 +67,10 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
         const data: DesktopSocketData = { code: session.code, orgId: session.org_id, epoch };
         socket.data = data;
         await socket.join(sessionRoom(session.code));
+        // One computer per session: an older connection with this code (a zombie after a network
+        // drop, or another app) is closed, on whichever web process holds it. Its late "offline"
+        // carries an older epoch and is ignored.
+        desktop.in(sessionRoom(session.code)).except(socket.id).disconnectSockets(true);
         reply({ ok: true, session_id: session.code, agent: { display_name: agent.displayName, greeting: agent.greeting } });
         log.info({ code: session.code, epoch }, 'computer connected');
       } catch (error) {
@@ -89,7 +94,9 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
             if (typeof ack === 'function') ack(answer ?? { ok: true });
           } catch (error) {
             log.warn({ err: error, event, code: data.code }, 'desktop message refused');
-            if (typeof ack === 'function') ack({ ok: false, message: (error as Error).message });
+            // The app hears why, with the service's code (customer_answers_off, already_answered…).
+            const refusal = error instanceof ApiError ? { code: error.code, ...error.extra } : {};
+            if (typeof ack === 'function') ack({ ok: false, message: (error as Error).message, ...refusal });
           }
         });
       }

@@ -361,6 +361,20 @@ export class DesktopClient {
     this.emitLine({ event: 'type_secret_failed', task_id: message.task_id, request_id: message.request_id, error });
   }
 
+  /**
+   * Sends something the person did, as the app's buttons do, and resolves with the service's
+   * answer: `{ ok: true }`, or a refusal with its `message` and `code` (e.g. `already_answered`,
+   * `customer_answers_off`), which is also printed as a `person_refused` line.
+   */
+  async person(message: PersonMessage): Promise<{ ok: boolean; [field: string]: unknown }> {
+    const socket = this.socket;
+    if (!socket || this.ended) throw new Error('The desktop client is not connected');
+    this.emitLine({ event: 'person', ...message });
+    const reply = (await socket.timeout(HELLO_TIMEOUT_MS).emitWithAck(DesktopEvents.person, message)) as { ok: boolean };
+    if (!reply.ok) this.emitLine({ event: 'person_refused', ...reply });
+    return reply;
+  }
+
   private sendPerson(message: PersonMessage): void {
     const socket = this.socket;
     if (!socket || this.ended) return;

@@ -147,7 +147,7 @@ describe('the invite page in a browser (Chromium)', function () {
     expect(await page.locator('main script, main img, main b').count()).to.equal(0);
     // The <img> would fail to load at once and fire onerror; wait for the page's load to settle.
     await page.waitForLoadState('load');
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).to.equal(undefined);
+    expect(await page.evaluate(() => (globalThis as { __pwned?: string }).__pwned)).to.equal(undefined);
     const html = (await response!.text()) as string;
     expect(html).to.include('&lt;script&gt;window.__pwned = &quot;script&quot;&lt;/script&gt;');
   });

@@ -94,10 +94,13 @@ describe('tasks end to end (reference desktop client, scripted model)', function
 
     it('never shows the person a question when customer_answers is off', async () => {
       await service.api(key, 'POST', '/v1/agents', { agent_id: 'team-only', customer_answers: false });
-      const { code, lines } = await desktop({ answer: 'from the person' }, { agent_id: 'team-only' });
+      const { code, lines, client } = await desktop({ answer: 'from the person' }, { agent_id: 'team-only' });
       const { body } = await start(code, { prompt: script('ask "Secret plan?"', 'done "{answer}"') });
       const waiting = await follow(service, key, body.task_id, (task) => task.pending !== null);
       expect(waiting.task.pending.customer_can_answer).to.equal(false);
+      // An app that answers anyway is refused with the code the app shows.
+      const refused = await client.person({ kind: 'answer', task_id: body.task_id, question_id: waiting.task.pending.question_id, answer: 'sneaky' });
+      expect(refused).to.include({ ok: false, code: 'customer_answers_off' });
       await service.api(key, 'POST', `/v1/tasks/${body.task_id}/respond`, { question_id: waiting.task.pending.question_id, answer: 'team answer' });
       const { task } = await follow(service, key, body.task_id);
       expect(task.result).to.equal('team answer');

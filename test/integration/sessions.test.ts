@@ -133,6 +133,19 @@ describe('sessions', () => {
       expect(events).to.deep.equal(['session.connected', 'session.disconnected', 'session.connected']);
     });
 
+    it('keeps one connection per session: a new hello with the code closes the older one', async () => {
+      const { body } = await service.api(org.key, 'POST', '/v1/sessions', {});
+      const first = desktop();
+      await first.hello(body.code);
+      const second = desktop();
+      expect((await second.hello(body.code)).ok).to.equal(true);
+      await waitFor(() => !first.socket.connected, 5000, 'the older connection to close');
+      expect(second.socket.connected).to.equal(true);
+      // The older connection's goodbye does not take the session offline.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await session(body.code)).status).to.equal('connected');
+    });
+
     it('refuses an unknown code and a malformed one with a reason the app can show', async () => {
       const app = desktop();
       const unknown = await app.hello('ZZZZ-ZZZZ');
