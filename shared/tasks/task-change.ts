@@ -5,7 +5,7 @@ import type { Notifier } from '../notifier';
 import type { JobQueues } from '../queues/job-queues';
 import { appendOrgEvent, dispatchOrgEvents, type OrgEventType } from '../events/org-events';
 import { notFound } from '../errors';
-import { insertEvents, lockTask, updateTask, type TaskEventRow, type TaskRow } from './tasks.repository';
+import { lockTask, updateTaskWithEvents, type TaskEventRow, type TaskRow } from './tasks.repository';
 import { toTask } from './task-object';
 
 /** The Redis channel long-pollers of a task listen on. */
@@ -54,8 +54,7 @@ export class TaskChange {
   /** Writes everything; returns the ids of the org events written. */
   async flush(): Promise<string[]> {
     this.set({ updated_at: this.now });
-    this.row = await updateTask(this.trx, this.row.id, this.changes);
-    await insertEvents(this.trx, this.events);
+    this.row = await updateTaskWithEvents(this.trx, this.row.id, this.changes, this.events);
     const ids: string[] = [];
     if (this.orgEvents.length) {
       const task = toTask(this.row, this.baseUrl, this.now);
