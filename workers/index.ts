@@ -5,12 +5,13 @@ import { maintenanceWiring, SWEEP_EVERY_MS } from './maintenance';
 import { taskStepsWiring } from './task-steps';
 import { webhooksWiring } from './webhooks';
 import { toolCallsWiring } from './tool-calls';
+import { guardrailsWiring } from './guardrails';
 
 /** Each queue's wiring; a queue whose jobs arrive with later features starts with no processors. */
 function wirings(): Record<QueueName, QueueWiring> {
   return {
     [QUEUE_NAMES.taskSteps]: taskStepsWiring,
-    [QUEUE_NAMES.guardrails]: { queue: QUEUE_NAMES.guardrails, concurrency: 10, processors: {} },
+    [QUEUE_NAMES.guardrails]: guardrailsWiring,
     [QUEUE_NAMES.webhooks]: webhooksWiring,
     // A finished call resumes its task: the reply (or why it failed) goes to the model.
     [QUEUE_NAMES.toolCalls]: toolCallsWiring((call, { container }) => container.loop.toolCallFinished(call)),

@@ -14,7 +14,7 @@ const ApprovalPending = Type.Object({
   approval_id: Type.String(),
   what: Type.String({ description: 'What is to be approved, in a sentence.' }),
   kind: Type.Union([Type.Literal('action'), Type.Literal('agent_request'), Type.Literal('tool'), Type.Literal('safety_check')], {
-    description: 'action: a step the guardrails hold for approval; agent_request: the agent asked; tool: an HTTP tool with approval always; safety_check: the model raised one.',
+    description: 'action: a step the guardrails hold for approval; agent_request: the agent asked; tool: an HTTP tool with approval always; safety_check: the model raised a safety check, or the screen check found text that tries to instruct the agent (data.rule screen_check).',
   }),
   category: Type.Union([Type.String(), Type.Null()]),
   risk: Type.Union([Type.Literal('normal'), Type.Literal('high')], { description: 'high for a safety-check approval; denying it stops the task.' }),

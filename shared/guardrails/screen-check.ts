@@ -15,6 +15,8 @@
  * not slip through.
  */
 
+import type { Observation } from '../desktop/protocol';
+
 export interface InjectionFinding {
   found: boolean;
   /** The phrase as it reads in the normalised text, when found. */
@@ -144,4 +146,61 @@ export function detectInjection(text: string | null | undefined): InjectionFindi
     if (m && (best === null || m.index < best.index)) best = { index: m.index, phrase: m[0].trim(), pattern: id };
   }
   return best ? { found: true, phrase: best.phrase, pattern: best.pattern } : { found: false };
+}
+
+/** One app window as the screen check tells windows apart: its app, title and site. */
+export interface ScreenPart {
+  app: string;
+  title: string;
+  /** The host of the page it shows (http, https, ws, wss); null when none is reported. */
+  site: string | null;
+}
+
+/** What the screen check makes of a screen that shows something new. */
+export type NewScreenCheck =
+  | { outcome: 'clean'; part: ScreenPart }
+  | { outcome: 'found'; part: ScreenPart; phrase: string; pattern: string }
+  | { outcome: 'cannot_check'; part: ScreenPart; why: string };
+
+function siteOfUrl(url: string | null | undefined): string | null {
+  if (!url) return null;
+  try {
+    const parsed = new URL(url);
+    if (!['http:', 'https:', 'ws:', 'wss:'].includes(parsed.protocol)) return null;
+    return parsed.hostname.toLowerCase().replace(/\.$/, '') || null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The app windows of a screen, topmost first. Parts of a Mac's own system (menu bar, Dock,
+ * Control Center, Spotlight: `system: true`) are left out: they show the system's words and
+ * what the agent itself types, not content that could carry instructions.
+ */
+export function screenParts(observation: Pick<Observation, 'windows'>): ScreenPart[] {
+  return observation.windows
+    .filter((window) => !window.system)
+    .map((window) => ({ app: window.app, title: window.title, site: siteOfUrl(window.url) }));
+}
+
+const partKey = (part: ScreenPart) => `${part.app.toLowerCase()}\u0000${part.title}\u0000${part.site ?? ''}`;
+
+/**
+ * The screen check of `guardrails.screen_check` for one new screen. Returns null when the screen
+ * shows no app, window or site that the previous one did not (the first screen of a task has
+ * no previous one, so all of its windows are new). Otherwise the screen's text is run through
+ * {@link detectInjection}: `found` names the phrase, `clean` passes, and `cannot_check` says
+ * the computer reported no text (a Mac without Accessibility permission). `part` is the first
+ * new window, topmost first.
+ */
+export function checkNewScreen(previous: Pick<Observation, 'windows'> | null, current: Pick<Observation, 'windows' | 'text'>): NewScreenCheck | null {
+  const seen = new Set(previous ? screenParts(previous).map(partKey) : []);
+  const part = screenParts(current).find((candidate) => !seen.has(partKey(candidate)));
+  if (!part) return null;
+  if (current.text === null || current.text === undefined) {
+    return { outcome: 'cannot_check', part, why: 'this computer does not report the text on its screen' };
+  }
+  const finding = detectInjection(current.text);
+  return finding.found ? { outcome: 'found', part, phrase: finding.phrase!, pattern: finding.pattern! } : { outcome: 'clean', part };
 }

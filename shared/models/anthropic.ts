@@ -23,10 +23,13 @@ import {
   type ModelTurnInput,
   type ModelTurnOutput,
   type ModelUsage,
+  type ScopeJudgeInput,
+  type ScopeVerdict,
   type TurnOutcome,
 } from './model.types';
 import { fitWithin, resizePng } from './screenshots';
 import { joinUrl, postJson, type VendorBackendOptions } from './vendor-http';
+import { anthropicText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, scopeJudgeQuestion } from './scope-judge';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -319,6 +322,21 @@ export class AnthropicBackend implements ModelBackend {
 
   constructor(private readonly options: VendorBackendOptions) {
     this.baseUrl = options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL;
+  }
+
+  /** The scope check: one plain Messages request (no tools) whose answer is a JSON verdict. */
+  async judgeScope(input: ScopeJudgeInput, signal?: AbortSignal): Promise<ScopeVerdict> {
+    const response = await postJson({
+      backend: 'anthropic',
+      url: joinUrl(this.baseUrl, '/v1/messages'),
+      headers: { 'x-api-key': this.options.apiKey, 'anthropic-version': ANTHROPIC_VERSION },
+      body: { model: input.model, max_tokens: 400, system: SCOPE_JUDGE_INSTRUCTIONS, messages: [{ role: 'user', content: scopeJudgeQuestion(input) }] },
+      fetchImpl: this.options.fetchImpl,
+      retry: this.options.retry,
+      timeoutMs: this.options.timeoutMs,
+      signal,
+    });
+    return readScopeAnswer(anthropicText(response), input);
   }
 
   async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnOutput> {

@@ -35,11 +35,14 @@ import {
   type ModelMove,
   type ModelTurnInput,
   type ModelTurnOutput,
+  type ScopeJudgeInput,
+  type ScopeVerdict,
   type ModelUsage,
   type TurnOutcome,
 } from './model.types';
 import type { Observation } from '../desktop/protocol';
 import { joinUrl, postJson, type VendorBackendOptions } from './vendor-http';
+import { geminiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, scopeJudgeQuestion } from './scope-judge';
 
 /** The API host; the backend adds `/v1beta/models/{model}:generateContent`. */
 export const GEMINI_DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
@@ -386,6 +389,25 @@ export class GeminiBackend implements ModelBackend {
 
   constructor(private readonly options: VendorBackendOptions) {
     this.baseUrl = options.baseUrl || GEMINI_DEFAULT_BASE_URL;
+  }
+
+  /** The scope check: one generateContent request with the question as text (the computer-use tool declared, as this model requires). */
+  async judgeScope(input: ScopeJudgeInput, signal?: AbortSignal): Promise<ScopeVerdict> {
+    const response = await postJson({
+      backend: 'gemini',
+      url: joinUrl(this.baseUrl, `/${GEMINI_API_VERSION}/models/${encodeURIComponent(input.model)}:generateContent`),
+      headers: { 'x-goog-api-key': this.options.apiKey },
+      body: {
+        contents: [{ role: 'user', parts: [{ text: scopeJudgeQuestion(input) }] }],
+        systemInstruction: { parts: [{ text: SCOPE_JUDGE_INSTRUCTIONS }] },
+        tools: [{ computerUse: { environment: 'ENVIRONMENT_BROWSER' } }],
+      },
+      fetchImpl: this.options.fetchImpl,
+      retry: this.options.retry,
+      timeoutMs: this.options.timeoutMs,
+      signal,
+    });
+    return readScopeAnswer(geminiText(response), input);
   }
 
   async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnOutput> {

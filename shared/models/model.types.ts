@@ -133,6 +133,25 @@ export interface ModelBackend {
    * error; `signal` aborts the call (a timeout or a stopped task).
    */
   turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnOutput>;
+  /**
+   * The scope check of `guardrails.scope`, where the backend has a judge: decides whether a task
+   * prompt is about the agent's scope. Throws `ModelError` like `turn`. The scripted model's
+   * rules live in `judgeScopeScripted`.
+   */
+  judgeScope?(input: ScopeJudgeInput, signal?: AbortSignal): Promise<ScopeVerdict>;
+}
+
+/** What a scope judge is asked: the agent's scope, the task prompt, the task's model id. */
+export interface ScopeJudgeInput {
+  scope: string;
+  prompt: string;
+  model: string;
+}
+
+/** A scope judge's answer; `reason` becomes the task's `error` when it is not `in_scope`. */
+export interface ScopeVerdict {
+  verdict: 'in_scope' | 'off_scope' | 'undecidable';
+  reason: string;
 }
 
 export type ModelErrorCode =

@@ -12,11 +12,14 @@ import {
   type ModelMove,
   type ModelTurnInput,
   type ModelTurnOutput,
+  type ScopeJudgeInput,
+  type ScopeVerdict,
   type ModelUsage,
   type TurnOutcome,
 } from './model.types';
 import { blankPng, resizePng } from './screenshots';
 import { joinUrl, postJson, type VendorBackendOptions } from './vendor-http';
+import { openaiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, scopeJudgeQuestion } from './scope-judge';
 
 /** The API base including `/v1`, as OpenAI's own clients take `OPENAI_BASE_URL`. */
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -279,6 +282,31 @@ export class OpenAIBackend implements ModelBackend {
 
   constructor(private readonly options: VendorBackendOptions) {
     this.baseUrl = options.baseUrl || OPENAI_DEFAULT_BASE_URL;
+  }
+
+  /**
+   * The scope check: one Responses request with the question as text. The computer-use model
+   * takes requests only with its computer tool declared; the judge is told to answer in text,
+   * and an answer that is a computer call cannot be read, so it counts as undecided.
+   */
+  async judgeScope(input: ScopeJudgeInput, signal?: AbortSignal): Promise<ScopeVerdict> {
+    const response = await postJson({
+      backend: 'openai',
+      url: joinUrl(this.baseUrl, '/responses'),
+      headers: { authorization: `Bearer ${this.options.apiKey}` },
+      body: {
+        model: input.model,
+        instructions: SCOPE_JUDGE_INSTRUCTIONS,
+        input: [{ role: 'user', type: 'message', content: [{ type: 'input_text', text: scopeJudgeQuestion(input) }] }],
+        tools: [{ type: 'computer_use_preview', display_width: 1280, display_height: 800, environment: 'browser' }],
+        truncation: 'auto',
+      },
+      fetchImpl: this.options.fetchImpl,
+      retry: this.options.retry,
+      timeoutMs: this.options.timeoutMs,
+      signal,
+    });
+    return readScopeAnswer(openaiText(response), input);
   }
 
   async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnOutput> {

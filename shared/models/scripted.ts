@@ -20,6 +20,7 @@ import {
   type ModelMove,
   type ModelTurnInput,
   type ModelTurnOutput,
+  type ScopeVerdict,
   type TurnOutcome,
 } from './model.types';
 
@@ -532,11 +533,8 @@ export function scriptedTurn(input: ModelTurnInput): ModelTurnOutput {
   };
 }
 
-/** Verdict of the scripted scope check (the guardrails' `scope`). */
-export interface ScopeJudgement {
-  verdict: 'in_scope' | 'off_scope' | 'undecidable';
-  reason: string;
-}
+/** Verdict of a scope check (the guardrails' `scope`); the same shape for every judge. */
+export type ScopeJudgement = ScopeVerdict;
 
 /**
  * The scripted model's scope check, for `guardrails.scope`. A prompt line `# scope: off`

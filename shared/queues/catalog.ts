@@ -42,7 +42,10 @@ export const JOBS = Object.freeze({
   [QUEUE_NAMES.taskSteps]: {
     step: Type.Object({ task_id: Id, step: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
   },
-  [QUEUE_NAMES.guardrails]: {},
+  [QUEUE_NAMES.guardrails]: {
+    /** Before a task with `guardrails.scope` begins: the judge decides whether the prompt fits the scope. */
+    scope: Type.Object({ task_id: Id }, { additionalProperties: false }),
+  },
   [QUEUE_NAMES.webhooks]: {
     /** Fan one org event out to the org's endpoint (a delivery row and its attempts). */
     dispatch: Type.Object({ event_id: Id }, { additionalProperties: false }),

@@ -340,7 +340,27 @@ export class SimulatedComputer {
 
   // ---- Keyboard ---------------------------------------------------------------------------
 
+  /**
+   * Types text. A line break is the Return key, as on a real keyboard (and as the guardrails
+   * judge it): it sends from a Message box, navigates from the address bar, signs in from the
+   * login fields and starts a new line in Notes. Text after it goes wherever the focus is then.
+   */
   private type(text: string): Outcome {
+    const lines = text.split(/\r\n|\r|\n/);
+    if (lines.length === 1) return this.typeLine(text);
+    for (let i = 0; i < lines.length; i++) {
+      if (i > 0) {
+        const pressed = this.key('enter');
+        if (pressed) return pressed;
+      }
+      if (lines[i] === '') continue;
+      const typed = this.typeLine(lines[i]!);
+      if (typed) return typed;
+    }
+    return null;
+  }
+
+  private typeLine(text: string): Outcome {
     if (this.os === 'mac' && this.state.spotlight.open) {
       this.state.spotlight.query += singleLine(text);
       return null;

@@ -12,6 +12,8 @@ import { ModelError, type ModelMove, type ModelTurnOutput, type TurnOutcome } fr
 import type { AgentFileService } from '../agents/agent-files.service';
 import type { HttpTool } from '../agents/agent-config';
 import { applyMode, checkStartable, judgeAction, type AddressBarBuffer, type Decision, type Verdict } from '../guardrails/engine';
+import { checkNewScreen, type NewScreenCheck } from '../guardrails/screen-check';
+import type { ScopeJudgement } from '../guardrails/scope-check';
 import { ApiError, conflict, notFound } from '../errors';
 import { newId, randomString } from '../ids';
 import { changeTask, type TaskChange, type TaskChangeDeps } from './task-change';
@@ -21,6 +23,7 @@ import {
   closeOpenItems,
   findActiveTask,
   findItem,
+  findOverdueApprovals,
   findQuietActiveTasks,
   findTaskById,
   insertFrame,
@@ -46,6 +49,21 @@ interface GuardState {
   addressBar?: AddressBarBuffer | null;
   /** The buffer to keep once the action out now has run. */
   pendingAddressBar?: AddressBarBuffer | null;
+  /** Set once the scope check (`guardrails.scope`) found the task in scope. */
+  scope?: 'in_scope';
+  /** The category the agent named in its latest approval request, and how that was decided. */
+  declared?: DeclaredCategory | null;
+  /** The declaration the actions of the current turn are judged with (see `judgeWithDeclared`). */
+  stepDeclared?: DeclaredCategory | null;
+}
+
+/**
+ * The agent's own approval request names the category of its next step; on Windows and before
+ * app 1.0.20 it is the only source of categories. It is consumed by the next model turn.
+ */
+interface DeclaredCategory {
+  category: GuardrailCategory;
+  decision: 'approve' | 'deny';
 }
 
 /** What an approval item holds so that the loop can carry on once it is decided. */
@@ -53,7 +71,9 @@ type ApprovalDetail =
   | { kind: 'action'; what: string; action: DesktopAction; category: GuardrailCategory | null; rule: string; addressBar: AddressBarBuffer | null }
   | { kind: 'agent_request'; what: string; category: GuardrailCategory | null }
   | { kind: 'tool'; what: string; tool: string; arguments: Record<string, unknown> }
-  | { kind: 'safety_check'; what: string; move: ModelMove };
+  | { kind: 'safety_check'; what: string; move: ModelMove }
+  /** The screen check found text aimed at the agent, or could not check a new screen. */
+  | { kind: 'safety_check'; rule: 'screen_check'; what: string; reason: string };
 
 export interface ToolCaller {
   /** Records the call in `trx` and returns its id; `enqueue` is called after the commit. */
@@ -85,8 +105,31 @@ export interface RespondInput {
 /** A model turn that failed for a passing reason (429, 5xx, network) is tried three times in all. */
 const STEP_RETRIES = { attempts: 3, backoff: { type: 'exponential', delay: 1000 } } as const;
 
+/** A guardrail decision as the loop acts on it: the engine's, or one its agent's own request settled. */
+type LoopDecision = Omit<Decision, 'rule'> & { rule: Decision['rule'] | 'approved_request' | 'denied_request' };
+
+/**
+ * Settles a step's `confirm` with the agent's own approval request made for it (the request
+ * named the step's category and was decided): approved, the step runs without a second
+ * approval; denied, the step is refused, even where its category needs no approval, because
+ * someone said no to it. Blocks and the person's typing stay as the engine decided.
+ */
+function judgeWithDeclared(decision: Decision, declared: DeclaredCategory | null, addressBar: AddressBarBuffer | null): LoopDecision {
+  if (!declared || decision.category !== declared.category) return decision;
+  const asked = `the agent asked for approval of this step (${declared.category})`;
+  if (declared.decision === 'deny' && (decision.verdict === 'confirm' || decision.verdict === 'run')) {
+    return { ...decision, verdict: 'block', rule: 'denied_request', reason: `Refused: ${asked} and it was denied.`, addressBar };
+  }
+  if (declared.decision === 'approve' && decision.verdict === 'confirm' && decision.rule === 'confirm_category') {
+    return { ...decision, verdict: 'run', rule: 'approved_request', reason: `Runs without asking again: ${asked} and it was approved.` };
+  }
+  return decision;
+}
+
 /** The id of a task's `n`th step job (numbered from 1). */
 export const stepJobId = (taskId: string, n: number) => jobId('step', taskId, n);
+/** The id of a task's scope-check job; numbered like the step job that began the task, so the steps count on from it. */
+export const scopeJobId = (taskId: string, n: number) => jobId('scope', taskId, n);
 const jobNumber = (row: TaskRow) => Number(row.current_job_id?.split('-').pop() ?? 0) || 0;
 
 function describeAction(action: DesktopAction): string {
@@ -180,11 +223,16 @@ export class TaskLoop {
       await this.finish(change, 'failed', startable.reason);
       return;
     }
+    const scoped = (row.guard_state as GuardState).scope === 'in_scope';
+    if (row.agent_config.guardrails.scope.trim() !== '' && !scoped) {
+      this.startScopeCheck(change);
+      return;
+    }
     change.set({
       status: 'running',
       started_at: change.now,
       running_since: change.now,
-      guard_state: { device: session.device, capabilities: session.capabilities, addressBar: null } satisfies GuardState,
+      guard_state: { device: session.device, capabilities: session.capabilities, addressBar: null, ...(scoped ? { scope: 'in_scope' } : {}) } satisfies GuardState,
       queued_actions: [{ type: 'screenshot' }],
       turn_results: [],
     });
@@ -193,6 +241,41 @@ export class TaskLoop {
     const name = row.agent_config.display_name || 'Deskhand';
     change.after(() => this.deps.link.show(row.session_id, { kind: 'banner', task_id: row.id, agent_name: name, running: true }));
     await this.sendNextAction(change);
+  }
+
+  // ---- the scope check ----------------------------------------------------------------------
+
+  /**
+   * The agent has a scope: the task stays queued (nothing reaches the computer, no `started`)
+   * while a job of the `guardrails` queue asks the judge whether the prompt fits it.
+   */
+  private startScopeCheck(change: TaskChange): void {
+    const row = change.row;
+    const id = scopeJobId(row.id, jobNumber(row));
+    change.set({ phase: 'scope', phase_since: change.now, current_job_id: id });
+    change.after(() => this.deps.queues.enqueue(QUEUE_NAMES.guardrails, 'scope', { task_id: row.id }, { jobId: id, ...STEP_RETRIES }));
+  }
+
+  /**
+   * The scope judge's verdict (the `guardrails` worker calls this): in scope, the task begins;
+   * off scope or undecidable, it fails with the judge's reason as its `error`. A verdict for a
+   * task that moved on (stopped, or judged by an earlier run of the job) changes nothing.
+   */
+  async scopeJudged(taskId: string, jobIdOfCheck: string, judgement: ScopeJudgement): Promise<boolean> {
+    const { value } = await this.change(taskId, async (change) => {
+      const row = change.row;
+      if (row.status !== 'queued' || row.phase !== 'scope' || row.current_job_id !== jobIdOfCheck) return false;
+      const inScope = judgement.verdict === 'in_scope';
+      change.event('guardrail', judgement.reason, { verdict: inScope ? 'run' : 'block', rule: 'scope', category: null, scope: judgement.verdict });
+      if (!inScope) {
+        await this.finish(change, 'failed', judgement.reason);
+        return true;
+      }
+      change.set({ guard_state: { ...(row.guard_state as GuardState), scope: 'in_scope' } });
+      await this.begin(change);
+      return true;
+    });
+    return value;
   }
 
   private async modelTurn(row: TaskRow, n: number, lastAttempt: boolean): Promise<string> {
@@ -284,7 +367,16 @@ export class TaskLoop {
 
   private async applyTurn(change: TaskChange, output: ModelTurnOutput, fileOutcome: TurnOutcome | null): Promise<void> {
     const row = change.row;
-    change.set({ steps: row.steps + 1, model_state: output.state ?? null, last_outcome: null, turn_results: [] });
+    const guard = row.guard_state as GuardState;
+    // An approval request names the category of the agent's next step: its actions are judged with it.
+    const declared = output.move.kind === 'actions' ? (guard.declared ?? null) : null;
+    change.set({
+      steps: row.steps + 1,
+      model_state: output.state ?? null,
+      last_outcome: null,
+      turn_results: [],
+      ...(guard.declared || guard.stepDeclared ? { guard_state: { ...guard, declared: null, stepDeclared: declared } } : {}),
+    });
     if (output.thought) {
       change.event('thought', output.thought);
       // A thought about a question or an approval the person may not see stays off their screen.
@@ -330,6 +422,7 @@ export class TaskLoop {
         return;
       case 'request_approval': {
         if (move.category && config.guardrails.block.includes(move.category)) {
+          this.declare(change, move.category, 'deny');
           change.event('guardrail', `Refused: ${move.category} is blocked for this agent`, { verdict: 'block', rule: 'block_category', category: move.category });
           change.set({ last_outcome: { kind: 'approval', decision: 'deny', reason: `${move.category} is blocked for this agent` } });
           this.scheduleStep(change);
@@ -337,6 +430,7 @@ export class TaskLoop {
         }
         const decided = applyMode({ verdict: 'confirm' as Verdict, reason: `The agent asked for approval: ${move.what}.` }, config.guardrails);
         if (decided.verdict === 'block') {
+          if (move.category) this.declare(change, move.category, 'deny');
           change.event('guardrail', decided.reason, { verdict: 'block', rule: 'unattended', category: move.category });
           change.set({ last_outcome: { kind: 'approval', decision: 'deny', reason: decided.reason } });
           this.scheduleStep(change);
@@ -397,19 +491,27 @@ export class TaskLoop {
     const row = change.row;
     const action = row.queued_actions[0]!;
     const guard = row.guard_state as GuardState;
-    const decision: Decision =
+    const decision: LoopDecision =
       action.type === 'screenshot' || action.type === 'wait'
         ? { verdict: 'run', rule: 'allowed', category: null, app: null, site: null, reason: 'Looking changes nothing.', addressBar: guard.addressBar ?? null }
-        : judgeAction({
-            guardrails: row.agent_config.guardrails,
-            device: guard.device!,
-            capabilities: guard.capabilities!,
-            observation: row.observation,
-            action,
-            addressBar: guard.addressBar ?? null,
-          });
+        : judgeWithDeclared(
+            judgeAction({
+              guardrails: row.agent_config.guardrails,
+              device: guard.device!,
+              capabilities: guard.capabilities!,
+              observation: row.observation,
+              action,
+              addressBar: guard.addressBar ?? null,
+              declaredCategory: guard.stepDeclared?.category ?? null,
+            }),
+            guard.stepDeclared ?? null,
+            guard.addressBar ?? null,
+          );
     switch (decision.verdict) {
       case 'run':
+        if (decision.rule === 'approved_request') {
+          change.event('guardrail', decision.reason, { verdict: 'run', rule: decision.rule, category: decision.category, app: decision.app, site: decision.site });
+        }
         this.dispatch(change, action, decision.addressBar);
         return;
       case 'block':
@@ -445,6 +547,11 @@ export class TaskLoop {
         return;
       }
     }
+  }
+
+  /** Remembers the category the agent's approval request named, for its next turn's actions. */
+  private declare(change: TaskChange, category: GuardrailCategory, decision: 'approve' | 'deny'): void {
+    change.set({ guard_state: { ...(change.row.guard_state as GuardState), declared: { category, decision } } });
   }
 
   /** Sends one action to the computer; its result comes back through `receiveResult`. */
@@ -490,10 +597,47 @@ export class TaskLoop {
         // The first look at the screen is not a move of the model's: nothing to report on it.
         change.set({ queued_actions: [], turn_results: [], last_outcome: row.steps === 0 ? null : { kind: 'actions', results } });
       }
+      const screen = row.agent_config.guardrails.screen_check ? checkNewScreen(row.observation, result.observation) : null;
+      if (screen && screen.outcome !== 'clean') {
+        await this.screenCheckFailed(change, screen);
+        return true;
+      }
       this.scheduleStep(change);
       return true;
     });
     return { ok: value };
+  }
+
+  /**
+   * The screen check found text aimed at the agent on a new app, window or site, or could not
+   * read the new screen. As with the model's safety checks (`safety_checks`): ask for an
+   * approval with `risk: high` whose denial stops the task, or stop it at once (also in
+   * unattended mode, where nobody can approve).
+   */
+  private async screenCheckFailed(change: TaskChange, screen: Exclude<NewScreenCheck, { outcome: 'clean' }>): Promise<void> {
+    const guardrails = change.row.agent_config.guardrails;
+    const { part } = screen;
+    const where = `${part.title || part.app}${part.site ? ` (${part.site})` : part.title && part.title !== part.app ? ` in ${part.app}` : ''}`;
+    const reason =
+      screen.outcome === 'found'
+        ? `${where} shows text that tries to instruct the agent ("${screen.phrase}")`
+        : `${where} could not be checked for text that tries to instruct the agent: ${screen.why}`;
+    const stop = guardrails.mode === 'unattended' || guardrails.safety_checks === 'stop';
+    change.event('guardrail', `Screen check: ${reason}.`, {
+      verdict: stop ? 'block' : 'confirm',
+      rule: 'screen_check',
+      category: null,
+      finding: screen.outcome,
+      pattern: screen.outcome === 'found' ? screen.pattern : null,
+      app: part.app,
+      site: part.site,
+      title: part.title,
+    });
+    if (stop) {
+      await this.finish(change, 'failed', `Stopped by the screen check: ${reason}`);
+      return;
+    }
+    await this.openApproval(change, { kind: 'safety_check', rule: 'screen_check', what: `Screen check: ${reason}. Let the agent go on?`, reason }, 'high');
   }
 
   // ---- tools -------------------------------------------------------------------------------
@@ -583,7 +727,7 @@ export class TaskLoop {
         expires_at: expiresAt?.toISOString() ?? null,
       },
     });
-    change.event('approval', detail.what, { approval_id: id, kind: detail.kind, category, risk });
+    change.event('approval', detail.what, { approval_id: id, kind: detail.kind, category, risk, rule: 'rule' in detail ? detail.rule : null });
     change.orgEvent('task.waiting_for_approval');
     if (canApprove) change.after(() => this.deps.link.show(row.session_id, { kind: 'approval', task_id: row.id, approval_id: id, what: detail.what, risk, category }));
     if (expiresAt) {
@@ -652,6 +796,7 @@ export class TaskLoop {
         }
         return;
       case 'agent_request':
+        if (detail.category) this.declare(change, detail.category, decision);
         change.set({ last_outcome: { kind: 'approval', decision, reason: item.note } });
         this.scheduleStep(change);
         return;
@@ -666,17 +811,41 @@ export class TaskLoop {
         return;
       }
       case 'safety_check':
+        if ('rule' in detail) {
+          // The screen check: approved, the agent goes on where it was (the rest of its move, or its next turn).
+          if (decision === 'deny') await this.finish(change, 'failed', `Stopped by a screen check that was denied: ${detail.reason}`);
+          else if (row.queued_actions.length > 0) await this.sendNextAction(change);
+          else this.scheduleStep(change);
+          return;
+        }
         if (decision === 'approve') await this.applyMove(change, detail.move, null);
         else await this.finish(change, 'failed', `Stopped by a safety check that was denied: ${detail.what.replace(/^Safety check: /, '')}`);
         return;
     }
   }
 
+  /**
+   * The sweep's side of `approval_timeout_minutes`: denies every approval past its `expires_at`
+   * whose delayed job was lost (or has not run yet). Returns how many it denied.
+   */
+  async timeOutOverdueApprovals(limit = 200): Promise<number> {
+    const overdue = await findOverdueApprovals(this.deps.db, this.deps.clock.now(), limit);
+    let denied = 0;
+    for (const { task_id, approval_id } of overdue) {
+      if (await this.approvalTimedOut(task_id, approval_id)) denied++;
+    }
+    return denied;
+  }
+
   /** An approval nobody decided in time is denied with `answered_by: timeout`. */
-  async approvalTimedOut(taskId: string, approvalId: string): Promise<void> {
-    await this.respond(taskId, null, { approval_id: approvalId, decision: 'deny' }, 'timeout').catch((error) => {
+  async approvalTimedOut(taskId: string, approvalId: string): Promise<boolean> {
+    try {
+      await this.respond(taskId, null, { approval_id: approvalId, decision: 'deny' }, 'timeout');
+      return true;
+    } catch (error) {
       if (!(error instanceof ApiError)) throw error; // already decided or task over: nothing to do
-    });
+      return false;
+    }
   }
 
   /** Whether the task runs on this session's computer (the app may only speak for its own). */
@@ -753,9 +922,18 @@ export class TaskLoop {
     const candidates = await findQuietActiveTasks(this.deps.db, new Date(now.getTime() - quietMs));
     let ended = 0;
     const queue = this.deps.queues.queue(QUEUE_NAMES.taskSteps);
+    const checks = this.deps.queues.queue(QUEUE_NAMES.guardrails);
     for (const row of candidates) {
       let reason: string | null = null;
-      if (row.phase === 'model' || row.phase === 'sleep' || row.status === 'queued') {
+      if (row.phase === 'scope') {
+        // A scope check is only a question to the judge: one lost with Redis is asked again.
+        const state = row.current_job_id ? await checks.getJobState(row.current_job_id) : 'unknown';
+        if (state === 'unknown' && row.current_job_id) {
+          await this.deps.queues.enqueue(QUEUE_NAMES.guardrails, 'scope', { task_id: row.id }, { jobId: row.current_job_id, ...STEP_RETRIES });
+          continue;
+        }
+        if (state === 'failed' || state === 'completed' || state === 'unknown') reason = 'The scope check did not finish (server restarted)';
+      } else if (row.phase === 'model' || row.phase === 'sleep' || row.status === 'queued') {
         const state = row.current_job_id ? await queue.getJobState(row.current_job_id) : 'unknown';
         if (state === 'unknown' || state === 'failed' || state === 'completed') reason = 'server restarted';
       }

@@ -112,6 +112,18 @@ export async function findQuietActiveTasks(db: Db, before: Date, limit = 200): P
   return db<TaskRow>('tasks').whereIn('status', ['queued', 'running']).andWhere('updated_at', '<', before).orderBy('updated_at').limit(limit);
 }
 
+/** Open approvals of running tasks whose `pending.expires_at` is at or before `now`, oldest first. */
+export async function findOverdueApprovals(db: Db, now: Date, limit = 200): Promise<Array<{ task_id: string; approval_id: string }>> {
+  const rows = await db('tasks')
+    .where({ status: 'running' })
+    .whereRaw("pending->>'type' = 'approval'")
+    .whereRaw("(pending->>'expires_at')::timestamptz <= ?", [now])
+    .orderByRaw("(pending->>'expires_at')::timestamptz")
+    .limit(limit)
+    .select('id', db.raw("pending->>'approval_id' as approval_id"));
+  return rows.map((row: { id: string; approval_id: string }) => ({ task_id: row.id, approval_id: row.approval_id }));
+}
+
 // ---- events ----------------------------------------------------------------------------------
 
 export interface TaskEventRow {
@@ -123,9 +135,22 @@ export interface TaskEventRow {
   ts: Date;
 }
 
-export async function insertEvents(db: Db, rows: TaskEventRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  await db('task_events').insert(rows.map((row) => ({ ...row, data: JSON.stringify(row.data) })));
+/**
+ * Writes a task's changes and its new events in one statement (one round trip): the events go
+ * in through a data-modifying CTE beside the UPDATE. Returns the updated row.
+ */
+export async function updateTaskWithEvents(trx: Knex.Transaction, id: string, changes: Partial<TaskRow>, events: TaskEventRow[]): Promise<TaskRow> {
+  if (events.length === 0) return updateTask(trx, id, changes);
+  const update = trx('tasks').where({ id }).update(toDbValues(changes)).returning('*').toSQL();
+  const rows = events.map((event) => ({ ...event, ts: event.ts.toISOString() }));
+  const result = await trx.raw(
+    `with inserted as (insert into task_events (task_id, cursor, type, message, data, ts)
+       select task_id, cursor, type, message, data, ts from jsonb_to_recordset(?::jsonb)
+         as e(task_id text, cursor int, type text, message text, data jsonb, ts timestamptz))
+     ${update.sql}`,
+    [JSON.stringify(rows), ...update.bindings],
+  );
+  return result.rows[0] as TaskRow;
 }
 
 export async function readEvents(db: Db, taskId: string, after: number, limit: number): Promise<TaskEventRow[]> {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { detectInjection, normalizeScreenText } from '../../shared/guardrails/screen-check';
+import type { WindowInfo } from '../../shared/desktop/protocol';
+import { checkNewScreen, detectInjection, normalizeScreenText, screenParts } from '../../shared/guardrails/screen-check';
 
 // Screen text of the simulator's pages (spec/simulator.md), as a person would read them.
 const PAGES = {
@@ -111,5 +112,47 @@ describe('screen check: detectInjection', () => {
 
   it('normalises text before matching', () => {
     expect(normalizeScreenText('a\u200Bb  “c”\u00A0d')).to.equal('ab "c" d');
+  });
+});
+
+describe('screen check: checkNewScreen (what is new on a screen)', () => {
+  const frame = { x: 86, y: 56, width: 1268, height: 732 };
+  const win = (app: string, title: string, extra: Partial<WindowInfo> = {}): WindowInfo => ({ app, title, bounds: frame, system: false, ...extra });
+  const system = [win('Menu Bar', 'Menu Bar', { system: true }), win('Dock', 'Dock', { system: true })];
+  const screen = (windows: WindowInfo[], text: string | null = 'Favorites') => ({ windows: [...windows, ...system], text });
+  const start = screen([win('Safari', 'Start Page', { url: 'about:blank' })]);
+  const news = screen([win('Safari', 'Daily News', { url: 'https://news.example.com/' })], PAGES.news);
+
+  it('leaves out the parts of a Mac system and reads the host of each page', () => {
+    expect(screenParts(news)).to.deep.equal([{ app: 'Safari', title: 'Daily News', site: 'news.example.com' }]);
+    expect(screenParts(start)).to.deep.equal([{ app: 'Safari', title: 'Start Page', site: null }]);
+  });
+
+  it('checks the first screen of a task, and any screen with a new app, window title or site', () => {
+    expect(checkNewScreen(null, start)).to.deep.equal({ outcome: 'clean', part: { app: 'Safari', title: 'Start Page', site: null } });
+    expect(checkNewScreen(start, news)).to.deep.include({ outcome: 'found', phrase: 'Ignore your previous instructions', pattern: 'ignore_previous_instructions' });
+    // Same title, another site: new.
+    const elsewhere = screen([win('Safari', 'Daily News', { url: 'https://news.example.org/' })], 'Daily News');
+    expect(checkNewScreen(news, elsewhere)).to.deep.include({ outcome: 'clean', part: { app: 'Safari', title: 'Daily News', site: 'news.example.org' } });
+    // Another app opened over the page.
+    const notes = screen([win('TextEdit', 'Untitled'), win('Safari', 'Daily News', { url: 'https://news.example.com/' })], 'Untitled');
+    expect(checkNewScreen(news, notes)).to.deep.include({ outcome: 'clean', part: { app: 'TextEdit', title: 'Untitled', site: null } });
+  });
+
+  it('does not check a screen that shows nothing new, nor a new part of the system', () => {
+    expect(checkNewScreen(news, news)).to.equal(null);
+    const spotlight = { ...news, windows: [win('Spotlight', 'Spotlight', { system: true }), ...news.windows] };
+    expect(checkNewScreen(news, spotlight)).to.equal(null);
+    // Back to a window still on screen underneath.
+    const both = screen([win('TextEdit', 'Untitled'), win('Safari', 'Daily News', { url: 'https://news.example.com/' })], PAGES.news);
+    expect(checkNewScreen(both, news)).to.equal(null);
+  });
+
+  it('cannot check a new screen whose text the computer does not report', () => {
+    expect(checkNewScreen(null, screen([win('Safari', 'Start Page')], null))).to.deep.equal({
+      outcome: 'cannot_check',
+      part: { app: 'Safari', title: 'Start Page', site: null },
+      why: 'this computer does not report the text on its screen',
+    });
   });
 });

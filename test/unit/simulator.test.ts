@@ -658,6 +658,29 @@ describe('simulated computer', () => {
       expect(computer.effects().filter((effect) => effect.type === 'installed')).to.have.length(1);
     });
 
+    it('presses Return for a line break in typed text: a new line in Notes, sending from Mail, navigating from the address bar', async () => {
+      const computer = makeComputer({ os: 'mac' });
+      await openApp(computer, 'Notes');
+      await computer.act({ type: 'type', text: 'Size M\r\ndone\n' });
+      expect(computer.snapshot().fields['notes.text']).to.equal('Size M\ndone\n');
+      await openApp(computer, 'Mail');
+      await computer.act({ type: 'type', text: 'bob@example.com' });
+      await clickLabel(computer, 'Message');
+      await computer.act({ type: 'type', text: 'Hello Bob\n' });
+      expect(computer.effects()).to.deep.include({ type: 'mail_sent', via: 'app', to: 'bob@example.com', subject: '', message: 'Hello Bob' });
+      await openApp(computer, 'Browser');
+      await clickLabel(computer, 'Address bar');
+      const navigated = await computer.act({ type: 'type', text: 'shop.example.com\n' });
+      expect(navigated.ok).to.equal(true);
+      expect(computer.effects().at(-1)).to.deep.equal({ type: 'navigated', url: 'https://shop.example.com/' });
+      // Text after the Return goes where the focus is then: nowhere, on a freshly loaded page.
+      await clickLabel(computer, 'Address bar');
+      const after = await computer.act({ type: 'type', text: 'terms.example.com\nmore' });
+      expect(after.ok).to.equal(false);
+      expect(after.error).to.match(/no text field has focus/);
+      expect(computer.effects().at(-1)).to.deep.equal({ type: 'navigated', url: 'https://terms.example.com/' });
+    });
+
     it('types into the Notes text area, with Enter starting a new line', async () => {
       const computer = makeComputer({ os: 'windows' });
       const opened = await openApp(computer, 'Notes');

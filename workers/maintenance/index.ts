@@ -11,6 +11,8 @@ export const SWEEP_EVERY_MS = 15_000;
 export const SWEEP_STEPS: SweepStep[] = [
   { name: 'expire-sessions', run: ({ container }) => container.sessions.expireDue() },
   { name: 'reconcile-tasks', run: ({ container }) => container.loop.reconcile() },
+  // Approvals past approval_timeout_minutes whose delayed job was lost.
+  { name: 'approval-timeouts', run: ({ container }) => container.loop.timeOutOverdueApprovals() },
   ...webhookSweepSteps,
 ];
 
