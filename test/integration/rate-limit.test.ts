@@ -41,4 +41,27 @@ describe('rate limit on /v1 per client address', () => {
       expect((await as('198.51.100.2')).status).to.equal(200);
     });
   });
+
+  describe('shared by several web processes', () => {
+    it('lets exactly the hourly budget through, however the requests are spread', async () => {
+      const env = { DESKHAND_RATE_LIMIT_PER_HOUR: '130', DESKHAND_REDIS_PREFIX: `rls-${Date.now()}` };
+      const first = await startTestService(env, ['web']);
+      const second = await startTestService(env, ['web']);
+      try {
+        const { key } = await first.newOrg();
+        let allowed = 0;
+        for (let i = 0; i < 150; i++) {
+          const response = await (i % 3 === 0 ? second : first).api(key, 'GET', '/v1/me');
+          if (response.status === 200) allowed++;
+          else expect(response.status).to.equal(429);
+        }
+        expect(allowed).to.equal(130);
+        expect((await first.api(key, 'GET', '/v1/me')).status).to.equal(429);
+        expect((await second.api(key, 'GET', '/v1/me')).status).to.equal(429);
+      } finally {
+        await first.stop();
+        await second.stop();
+      }
+    });
+  });
 });
