@@ -96,10 +96,15 @@ export async function changeTask<T>(
     const orgEventIds = await change.flush();
     return { value, change, orgEventIds };
   });
-  if (change.wroteEvents) {
-    await deps.notifier.publish(taskChannel(taskId), String(change.row.cursor)).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'));
-  }
-  if (orgEventIds.length) await dispatchOrgEvents(deps.queues, orgEventIds);
-  for (const work of change.afterCommit) await work();
+  // After the commit, independent work goes out together (one round trip's wait, not several);
+  // the change's own work keeps its order (e.g. a question is shown before its timeout is set).
+  const notify = change.wroteEvents
+    ? deps.notifier.publish(taskChannel(taskId), String(change.row.cursor)).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
+    : undefined;
+  const dispatch = orgEventIds.length ? dispatchOrgEvents(deps.queues, orgEventIds) : undefined;
+  const ordered = (async () => {
+    for (const work of change.afterCommit) await work();
+  })();
+  await Promise.all([notify, dispatch, ordered]);
   return { value, row: change.row };
 }
