@@ -2,23 +2,55 @@ import type { Redis } from './redis';
 
 type Listener = (message: string) => void;
 
+interface Channel {
+  id: number;
+  listeners: Set<Listener>;
+  /** Settles when Redis has confirmed the SUBSCRIBE. */
+  ready: Promise<void>;
+  confirmed: boolean;
+  /** Messages received on this subscription. */
+  received: number;
+  /** Set while the channel has no listeners and waits to be unsubscribed. */
+  linger: NodeJS.Timeout | null;
+}
+
+/** How long a channel stays subscribed after its last listener left. */
+const DEFAULT_LINGER_MS = 10_000;
+
 /**
  * Cross-process notifications over Redis pub/sub: "task X advanced", "key Y revoked". One
  * subscriber connection per process, shared by every listener. Notifications are a wake-up
  * signal only; the record is always re-read from PostgreSQL.
+ *
+ * A channel stays subscribed for a while after its last listener leaves, because a long-poller
+ * asks again within milliseconds of its answer: re-subscribing each time would cost two Redis
+ * round trips per poll, one of them on the way to the answer. Messages that arrive for a channel
+ * nobody listens to are dropped. Every subscriber waits for Redis to confirm the SUBSCRIBE, also
+ * one that joins a channel whose SUBSCRIBE is still on its way.
  */
 export class Notifier {
-  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly channels = new Map<string, Channel>();
+  private lastChannelId = 0;
+  /** Bumped when the subscriber connection drops or comes back: messages published in between are lost. */
+  private connection = 0;
 
   constructor(
     private readonly publisher: Redis,
     private readonly subscriber: Redis,
     private readonly prefix: string,
+    private readonly lingerMs = DEFAULT_LINGER_MS,
   ) {
     subscriber.on('message', (channel: string, message: string) => {
-      const set = this.listeners.get(channel);
-      if (set) for (const listener of set) listener(message);
+      const state = this.channels.get(channel);
+      if (!state) return;
+      state.received++;
+      for (const listener of state.listeners) listener(message);
     });
+    const reconnected = () => {
+      this.connection++;
+    };
+    subscriber.on('close', reconnected);
+    subscriber.on('ready', reconnected);
   }
 
   private channel(name: string): string {
@@ -29,24 +61,65 @@ export class Notifier {
     await this.publisher.publish(this.channel(name), message);
   }
 
-  /** Listens on `name` until the returned function is called. */
+  /**
+   * Listens on `name` until the returned function is called. Resolves once Redis has confirmed
+   * the subscription, so that anything published after that reaches `listener`.
+   */
   async subscribe(name: string, listener: Listener): Promise<() => Promise<void>> {
     const channel = this.channel(name);
-    let set = this.listeners.get(channel);
-    if (!set) {
-      set = new Set();
-      this.listeners.set(channel, set);
-      await this.subscriber.subscribe(channel);
+    let state = this.channels.get(channel);
+    if (!state) {
+      const created: Channel = { id: ++this.lastChannelId, listeners: new Set(), ready: Promise.resolve(), confirmed: false, received: 0, linger: null };
+      created.ready = this.subscriber.subscribe(channel).then(() => {
+        created.confirmed = true;
+      });
+      created.ready.catch(() => {
+        if (this.channels.get(channel) === created) this.channels.delete(channel);
+      });
+      this.channels.set(channel, (state = created));
     }
-    set.add(listener);
-    return async () => {
-      const current = this.listeners.get(channel);
-      if (!current) return;
-      current.delete(listener);
-      if (current.size === 0) {
-        this.listeners.delete(channel);
-        await this.subscriber.unsubscribe(channel);
+    if (state.linger) {
+      clearTimeout(state.linger);
+      state.linger = null;
+    }
+    const current = state;
+    current.listeners.add(listener);
+    let listening = true;
+    const unsubscribe = async () => {
+      if (!listening) return;
+      listening = false;
+      current.listeners.delete(listener);
+      if (current.listeners.size === 0 && !current.linger && this.channels.get(channel) === current) {
+        current.linger = setTimeout(() => this.release(channel, current), this.lingerMs);
+        current.linger.unref();
       }
     };
+    try {
+      await current.ready;
+    } catch (error) {
+      await unsubscribe();
+      throw error;
+    }
+    return unsubscribe;
+  }
+
+  /**
+   * Where `name` stands. Equal marks at two moments mean that it stayed subscribed on a live
+   * connection and received no message in between: anything published after the first moment
+   * has not arrived yet and will reach the listeners then. Null while not subscribed.
+   */
+  mark(name: string): string | null {
+    const state = this.channels.get(this.channel(name));
+    if (!state?.confirmed || this.subscriber.status !== 'ready') return null;
+    return `${state.id}:${this.connection}:${state.received}`;
+  }
+
+  /** Unsubscribes a channel whose linger ran out with nobody listening. */
+  private release(channel: string, state: Channel): void {
+    state.linger = null;
+    if (state.listeners.size > 0 || this.channels.get(channel) !== state) return;
+    this.channels.delete(channel);
+    // Commands on one connection run in order: a later SUBSCRIBE to this channel comes after it.
+    this.subscriber.unsubscribe(channel).catch(() => undefined);
   }
 }

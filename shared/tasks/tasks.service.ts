@@ -58,8 +58,37 @@ export interface TasksDeps {
 
 const UNIQUE_VIOLATION = '23505';
 
+/** What one follow read sees: the task, then its events after the cursor asked for. */
+interface FollowState {
+  row: TaskRow;
+  data: TaskEvent[];
+}
+
+/** What the last follow read of a task found, and where its channel stood when it was sent. */
+interface FollowedTask {
+  orgId: string;
+  cursor: number;
+  done: boolean;
+  mark: string;
+  /** `performance.now()` of the read. */
+  at: number;
+}
+
+/**
+ * How long a follow read may stand in for a new one. Only a lost notification (the writer's
+ * PUBLISH failed) can make it wrong: a follower asking within this time then waits for the next
+ * event or the end of its wait, as followers already waiting do. Short, to bound that.
+ */
+const FOLLOWED_TTL_MS = 1_000;
+const FOLLOWED_MAX = 10_000;
+
 /** Starting, reading, following and steering tasks; the loop itself is `TaskLoop`. */
 export class TasksService {
+  /** Follow reads not sent yet, by org, task and cursor; see `readFollowState`. */
+  private readonly unsentReads = new Map<string, Promise<FollowState>>();
+  /** The last follow read of each followed task; see `nothingNewSinceLastRead`. */
+  private readonly followed = new Map<string, FollowedTask>();
+
   constructor(private readonly deps: TasksDeps) {}
 
   toTask(row: TaskRow): Task {
@@ -181,6 +210,56 @@ export class TasksService {
     return listTasks(this.deps.db, orgId, filter, page, (row) => this.toTask(row));
   }
 
+  /**
+   * The task and its events after `after`, read now. Identical reads asked for in the same turn
+   * of the event loop share one pair of queries: the followers of a task that one notification
+   * wakes, or that ask again together, cost one read, not one each. A read is shared only until
+   * it is sent, so whoever joins it still sees everything committed before they asked.
+   */
+  private readFollowState(orgId: string, taskId: string, after: number): Promise<FollowState> {
+    const key = `${orgId} ${taskId} ${after}`;
+    let read = this.unsentReads.get(key);
+    if (!read) {
+      read = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        this.unsentReads.delete(key);
+        const mark = this.deps.notifier.mark(taskChannel(taskId));
+        const row = await this.getRow(orgId, taskId);
+        if (mark) this.rememberFollowed(taskId, { orgId: row.org_id, cursor: row.cursor, done: isDone(row.status), mark, at: performance.now() });
+        const data = row.cursor > after ? await this.eventsAfter(taskId, after) : [];
+        return { row, data };
+      });
+      this.unsentReads.set(key, read);
+    }
+    return read;
+  }
+
+  private rememberFollowed(taskId: string, state: FollowedTask): void {
+    if (this.followed.size >= FOLLOWED_MAX && !this.followed.has(taskId)) {
+      const stale = performance.now() - FOLLOWED_TTL_MS;
+      for (const [id, entry] of this.followed) if (entry.at < stale) this.followed.delete(id);
+      if (this.followed.size >= FOLLOWED_MAX) this.followed.clear();
+    }
+    this.followed.set(taskId, state);
+  }
+
+  /**
+   * Whether a follower at `after` can go straight to waiting: a read sent while the task's
+   * channel was already subscribed found no event after `after` and the task not done, and the
+   * channel has heard nothing since. Anything committed after that read is published after it,
+   * so it will wake the wait; there is nothing to read before then.
+   */
+  private nothingNewSinceLastRead(orgId: string, taskId: string, after: number): boolean {
+    const known = this.followed.get(taskId);
+    return (
+      known !== undefined &&
+      known.orgId === orgId &&
+      known.cursor <= after &&
+      !known.done &&
+      performance.now() - known.at < FOLLOWED_TTL_MS &&
+      known.mark === this.deps.notifier.mark(taskChannel(taskId))
+    );
+  }
+
   private async eventsAfter(taskId: string, after: number): Promise<TaskEvent[]> {
     const rows = await readEvents(this.deps.db, taskId, after, EVENTS_PER_PAGE);
     return rows.map((row) => ({ cursor: row.cursor, type: row.type, message: row.message, ts: row.ts.toISOString(), data: row.data }));
@@ -192,26 +271,30 @@ export class TasksService {
    */
   async follow(orgId: string, taskId: string, after: number, waitMs: number): Promise<{ data: TaskEvent[]; cursor: number; task: Task }> {
     if (waitMs > MAX_WAIT_MS) throw invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`);
-    let row = await this.getRow(orgId, taskId);
-    let data = row.cursor > after ? await this.eventsAfter(taskId, after) : [];
-    if (data.length === 0 && waitMs > 0 && !isDone(row.status)) {
+    let state: FollowState | null = null;
+    if (waitMs === 0) {
+      state = await this.readFollowState(orgId, taskId, after);
+    } else {
+      // Listen before the first read: an event committed after that read is then always heard.
       let wake: () => void = () => undefined;
       const woken = new Promise<void>((resolve) => (wake = resolve));
       const unsubscribe = await this.deps.notifier.subscribe(taskChannel(taskId), (cursor) => {
         if (Number(cursor) > after) wake();
       });
-      const timer = setTimeout(wake, waitMs);
       try {
-        // An event may have landed between the first read and the subscription.
-        row = await this.getRow(orgId, taskId);
-        if (row.cursor <= after && !isDone(row.status)) await woken;
+        // A follower asking again right after its answer usually finds nothing new yet.
+        if (!this.nothingNewSinceLastRead(orgId, taskId, after)) state = await this.readFollowState(orgId, taskId, after);
+        if (!state || (state.data.length === 0 && !isDone(state.row.status))) {
+          const timer = setTimeout(wake, waitMs);
+          await woken;
+          clearTimeout(timer);
+          state = await this.readFollowState(orgId, taskId, after);
+        }
       } finally {
-        clearTimeout(timer);
         await unsubscribe();
       }
-      row = await this.getRow(orgId, taskId);
-      data = row.cursor > after ? await this.eventsAfter(taskId, after) : [];
     }
+    const { row, data } = state;
     const cursor = data.length ? data[data.length - 1]!.cursor : Math.max(after, 0);
     return { data, cursor, task: this.toTask(row) };
   }
