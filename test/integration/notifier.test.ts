@@ -1,0 +1,54 @@
+import { expect } from 'chai';
+import { Notifier } from '../../shared/notifier';
+import { createRedis } from '../../shared/redis';
+import { testConfig } from '../support/environment';
+import { waitFor } from '../support/service';
+
+describe('Notifier (Redis pub/sub wake-ups)', () => {
+  const config = testConfig();
+  const publisher = createRedis(config.redisUrl);
+  const subscriber = createRedis(config.redisUrl, { blocking: true });
+  const notifier = new Notifier(publisher, subscriber, `${config.redisPrefix}-n`, 200);
+  after(() => {
+    publisher.disconnect();
+    subscriber.disconnect();
+  });
+
+  it('delivers to every listener that subscribed before the publish, also ones that joined a pending SUBSCRIBE', async () => {
+    const heard: string[] = [];
+    const [first, second] = await Promise.all([
+      notifier.subscribe('task:a', (message) => heard.push(`1:${message}`)),
+      notifier.subscribe('task:a', (message) => heard.push(`2:${message}`)),
+    ]);
+    await notifier.publish('task:a', '7');
+    await waitFor(() => heard.length === 2, 2000, 'both listeners');
+    expect(heard.sort()).to.deep.equal(['1:7', '2:7']);
+    await first();
+    await second();
+  });
+
+  it('stops delivering to a listener that left, and keeps the channel for the next one', async () => {
+    const heard: string[] = [];
+    const leave = await notifier.subscribe('task:b', (message) => heard.push(message));
+    await leave();
+    await notifier.publish('task:b', 'after-leave');
+    const again: string[] = [];
+    const stay = await notifier.subscribe('task:b', (message) => again.push(message));
+    await notifier.publish('task:b', 'second');
+    await waitFor(() => again.length === 1, 2000, 'the new listener');
+    expect(heard).to.deep.equal([]);
+    expect(again).to.deep.equal(['second']);
+    await stay();
+  });
+
+  it('marks a channel as quiet until a message arrives, and unsubscribes after the linger', async () => {
+    const leave = await notifier.subscribe('task:c', () => undefined);
+    const before = notifier.mark('task:c');
+    expect(before).to.be.a('string');
+    expect(notifier.mark('task:c')).to.equal(before);
+    await notifier.publish('task:c', 'x');
+    await waitFor(() => notifier.mark('task:c') !== before, 2000, 'the mark to move');
+    await leave();
+    await waitFor(() => notifier.mark('task:c') === null, 3000, 'the channel to be released');
+  });
+});
