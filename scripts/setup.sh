@@ -33,7 +33,9 @@ wait_port() { for _ in $(seq 1 60); do port_open "$1" "$2" && return 0; sleep 0.
 # --- npm dependencies -------------------------------------------------------------------------
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "installing npm dependencies"
-  npm ci --no-audit --no-fund >&2
+  # `npm install` with the committed lock installs the locked versions. (`npm ci` of npm 11 here
+  # refuses a lock without the other platforms' optional packages, which this npm itself writes.)
+  npm install --no-audit --no-fund >&2
 fi
 
 # --- PostgreSQL -------------------------------------------------------------------------------
