@@ -8,7 +8,9 @@ describe('Notifier (Redis pub/sub wake-ups)', () => {
   const config = testConfig();
   const publisher = createRedis(config.redisUrl);
   const subscriber = createRedis(config.redisUrl, { blocking: true });
-  const notifier = new Notifier(publisher, subscriber, `${config.redisPrefix}-n`, 200);
+  const notifier = new Notifier(publisher, subscriber, `${config.redisPrefix}-n`);
+  // A second notifier whose channels linger only briefly, for the release test.
+  const brief = new Notifier(publisher, subscriber, `${config.redisPrefix}-b`, 200);
   after(() => {
     publisher.disconnect();
     subscriber.disconnect();
@@ -35,20 +37,21 @@ describe('Notifier (Redis pub/sub wake-ups)', () => {
     const again: string[] = [];
     const stay = await notifier.subscribe('task:b', (message) => again.push(message));
     await notifier.publish('task:b', 'second');
-    await waitFor(() => again.length === 1, 2000, 'the new listener');
+    await waitFor(() => again.includes('second'), 2000, 'the new listener');
+    // The listener that left hears nothing; the new one may also hear the earlier message if it
+    // was still on its way (notifications are wake-ups, not a record).
     expect(heard).to.deep.equal([]);
-    expect(again).to.deep.equal(['second']);
     await stay();
   });
 
   it('marks a channel as quiet until a message arrives, and unsubscribes after the linger', async () => {
-    const leave = await notifier.subscribe('task:c', () => undefined);
-    const before = notifier.mark('task:c');
+    const leave = await brief.subscribe('task:c', () => undefined);
+    const before = brief.mark('task:c');
     expect(before).to.be.a('string');
-    expect(notifier.mark('task:c')).to.equal(before);
-    await notifier.publish('task:c', 'x');
-    await waitFor(() => notifier.mark('task:c') !== before, 2000, 'the mark to move');
+    expect(brief.mark('task:c')).to.equal(before);
+    await brief.publish('task:c', 'x');
+    await waitFor(() => brief.mark('task:c') !== before, 2000, 'the mark to move');
     await leave();
-    await waitFor(() => notifier.mark('task:c') === null, 3000, 'the channel to be released');
+    await waitFor(() => brief.mark('task:c') === null, 3000, 'the channel to be released');
   });
 });
