@@ -1,7 +1,7 @@
 import type { Knex } from '../db/knex';
 import type { Clock } from '../clock';
 import type { Actor, Caller } from '../audit/actor';
-import type { ApiKeyService, AuthContext } from '../api-keys/api-keys.service';
+import type { ApiKeyService } from '../api-keys/api-keys.service';
 import { hashSecret, SESSION_TOKEN_PREFIX } from '../api-keys/key-format';
 import { invalidRequest, notFound, unauthenticated } from '../errors';
 import { normalizePairingCode } from './pairing-code';

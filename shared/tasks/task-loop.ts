@@ -1,8 +1,4 @@
 import type { Knex } from '../db/knex';
-import type { Clock } from '../clock';
-import type { Logger } from '../logger';
-import type { Notifier } from '../notifier';
-import type { JobQueues } from '../queues/job-queues';
 import { jobId } from '../queues/job-queues';
 import { QUEUE_NAMES } from '../queues/catalog';
 import type { ComputerLink } from '../desktop/computer-link';

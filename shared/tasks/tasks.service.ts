@@ -305,7 +305,7 @@ export class TasksService {
     if (hasQuestion === hasApproval || (hasQuestion && (input.question_id === undefined || input.answer === undefined)) || (hasApproval && (input.approval_id === undefined || input.decision === undefined))) {
       throw invalidRequest('Send either question_id with answer, or approval_id with decision (and an optional note)');
     }
-    await this.getRow(auth.orgId, taskId);
+    // The loop answers 404 for another org's task under the same lock that decides the answer.
     const row = await this.deps.loop.respond(taskId, auth.orgId, input, 'operator');
     await recordAudit(this.deps.db, {
       orgId: auth.orgId,
