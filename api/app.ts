@@ -3,12 +3,11 @@ import Router from '@koa/router';
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../shared/container';
 import { notFound } from '../shared/errors';
-import { requestContext } from './middleware/request-context';
-import { errorHandler } from './middleware/errors';
+import { edge, type RequestState } from './middleware/edge';
 import { jsonBody, DEFAULT_BODY_LIMIT_BYTES } from './middleware/json-body';
 import { rateLimitByIp } from './middleware/rate-limit';
 import { bullBoard } from './admin/bull-board';
-import { defineRoute, mountRoutes, type RequestState, type RouteSpec } from './routing';
+import { defineRoute, mountRoutes, type RouteSpec } from './routing';
 import { buildOpenApiDocument } from './openapi';
 import { healthRoutes } from './routes/health.routes';
 import { auditRoutes } from './routes/audit.routes';
@@ -42,7 +41,7 @@ export function allRoutes(container: Container): RouteSpec[] {
   return routes;
 }
 
-/** The Koa application: one error middleware first, then the edge concerns, then the routes. */
+/** The Koa application: the edge (request id, errors, access log) first, then the /v1 gates, then the routes. */
 export function createApp(container: Container, options: { validateResponses?: boolean } = {}) {
   const app = new Koa({ proxy: container.config.trustProxy });
   const routes = allRoutes(container);
@@ -54,15 +53,21 @@ export function createApp(container: Container, options: { validateResponses?: b
   const largeBodyPaths = new Set(routes.filter((route) => route.bodyLimitBytes).map((route) => route.path));
   const limitV1 = rateLimitByIp({ redis: container.redis, prefix: container.config.redisPrefix, pointsPerHour: container.config.rateLimitPerHour });
 
-  app.use(requestContext(container.logger));
-  app.use(errorHandler());
+  app.use(edge(container.logger));
   app.use(bullBoard(container));
   const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
   // The older session-token API shares the /v1 budget of each client address.
   app.use((ctx, next) => (isV1(ctx.path) || isLegacyPath(ctx.path) ? limitV1(ctx, next) : next()));
   // Every /v1 request needs an org API key: checked before the body is read or the route is known.
-  app.use(async (ctx, next) => {
-    if (isV1(ctx.path)) (ctx.state as RequestState).auth = await container.apiKeys.authenticate(ctx.get('authorization') || undefined);
+  const authenticateThenNext = async (ctx: Koa.Context, next: Koa.Next) => {
+    (ctx.state as RequestState).auth = await container.apiKeys.authenticate(ctx.get('authorization') || undefined);
+    return next();
+  };
+  app.use((ctx, next) => {
+    if (!isV1(ctx.path)) return next();
+    const known = container.apiKeys.known(ctx.get('authorization'));
+    if (!known) return authenticateThenNext(ctx, next);
+    (ctx.state as RequestState).auth = known;
     return next();
   });
   app.use(

@@ -6,6 +6,7 @@ import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { ApiError, invalidRequest } from '../shared/errors';
 import type { AuthContext } from '../shared/api-keys/api-keys.service';
 import type { Logger } from '../shared/logger';
+import type { RequestState } from './middleware/edge';
 
 /**
  * Every HTTP route is declared once as a `RouteSpec`: its schemas validate requests, feed the
@@ -14,13 +15,6 @@ import type { Logger } from '../shared/logger';
  */
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
-
-/** Per-request data that middleware puts in `ctx.state`. */
-export interface RequestState {
-  requestId: string;
-  logger: Logger;
-  auth?: AuthContext;
-}
 
 type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback;
 
@@ -183,7 +177,9 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
         body,
         auth: state.auth!,
         requestId: state.requestId,
-        logger: state.logger,
+        get logger() {
+          return state.logger;
+        },
         ctx,
       } as HandlerInput<TObject, TObject, TSchema>);
       // A handler that returns nothing wrote the response itself (a PNG, a 503 with its own body).

@@ -74,7 +74,8 @@ export function createContainer(
   const db = createKnex(config.databaseUrl, { min: 0, max: options.dbPoolMax ?? 10 });
   const redis = createRedis(config.redisUrl, { name: 'deskhand-commands' });
   const subscriber = createRedis(config.redisUrl, { name: 'deskhand-subscriber', blocking: true });
-  const queues = new JobQueues(redis, config.redisPrefix);
+  // BullMQ's producers get their own connection: its scripts would slow every pipeline of `redis`.
+  const queues = new JobQueues(createRedis(config.redisUrl, { name: 'deskhand-queues', scripted: true }), config.redisPrefix);
   const notifier = new Notifier(redis, subscriber, config.redisPrefix);
   const apiKeys = new ApiKeyService({ db, env: config.env, notifier, logger: logger.child({ scope: 'api-keys' }) });
   const orgs = new OrgService({ db, apiKeys });

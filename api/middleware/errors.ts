@@ -1,6 +1,6 @@
-import type { Middleware } from 'koa';
+import type { Context } from 'koa';
 import { ApiError } from '../../shared/errors';
-import type { RequestState } from '../routing';
+import type { RequestState } from './edge';
 import { isLegacyPath } from '../legacy-paths';
 
 interface HttpLikeError {
@@ -40,23 +40,16 @@ function legacyBody(error: ApiError): Record<string, unknown> {
  * to the older session-token API's paths get its shape, `{ error: "<message>", code?, … }`,
  * with the same statuses.
  */
-export function errorHandler(): Middleware {
-  return async (ctx, next) => {
-    try {
-      await next();
-    } catch (caught) {
-      const apiError = caught instanceof ApiError ? caught : fromHttpError(caught as HttpLikeError);
-      const toBody = (error: ApiError) => (isLegacyPath(ctx.path) ? legacyBody(error) : error.toBody());
-      if (apiError) {
-        ctx.status = apiError.status;
-        ctx.body = toBody(apiError);
-        for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
-        return;
-      }
-      (ctx.state as RequestState).logger?.error({ err: caught }, 'unhandled error');
-      const error = new ApiError('server_error', 'Something went wrong on our side; retry with backoff');
-      ctx.status = 500;
-      ctx.body = toBody(error);
-    }
-  };
+export function respondWithError(ctx: Context, caught: unknown): void {
+  const apiError = caught instanceof ApiError ? caught : fromHttpError(caught as HttpLikeError);
+  const toBody = (error: ApiError) => (isLegacyPath(ctx.path) ? legacyBody(error) : error.toBody());
+  if (apiError) {
+    ctx.status = apiError.status;
+    ctx.body = toBody(apiError);
+    for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
+    return;
+  }
+  (ctx.state as RequestState).logger?.error({ err: caught }, 'unhandled error');
+  ctx.status = 500;
+  ctx.body = toBody(new ApiError('server_error', 'Something went wrong on our side; retry with backoff'));
 }

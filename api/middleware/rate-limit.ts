@@ -1,8 +1,8 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from '../../shared/redis';
 import { ApiError } from '../../shared/errors';
-import type { RequestState } from '../routing';
+import type { RequestState } from './edge';
 
 /** Points a process takes from Redis at once for one address, while the address has plenty left. */
 const BLOCK = 25;
@@ -35,18 +35,24 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
     insuranceLimiter: new RateLimiterMemory({ points: options.pointsPerHour, duration: 3600 }),
   });
   const reservations = new Map<string, Reservation>();
+  /** Reservations being taken from Redis: concurrent requests of one address wait for the same one. */
+  const reserving = new Map<string, Promise<void>>();
   const limitHeader = String(options.pointsPerHour);
 
-  async function take(address: string): Promise<number> {
-    const now = Date.now();
+  /** Spends a locally reserved point of `address`, or answers null when none is left. */
+  function spend(address: string, now: number): number | null {
     const held = reservations.get(address);
-    if (held && held.left > 0 && held.resetAt > now) {
-      held.left--;
-      return held.remaining + held.left;
-    }
-    // Reserve a block only while the budget clearly has room for it.
+    if (!held || held.left <= 0 || held.resetAt <= now) return null;
+    held.left--;
+    return held.remaining + held.left;
+  }
+
+  async function reserve(address: string, now: number): Promise<void> {
+    const held = reservations.get(address);
+    // Reserve a block only while the budget clearly has room for it; near the end, one point.
     const known = held && held.resetAt > now ? held.remaining : options.pointsPerHour;
     const block = known < BLOCK * 4 ? 1 : BLOCK;
+    let taken = block;
     let result: RateLimiterRes;
     try {
       result = await limiter.consume(address, block);
@@ -55,19 +61,35 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
       // Other processes spent the budget meanwhile: give the block back, take one point.
       await limiter.reward(address, block);
       result = await limiter.consume(address, 1);
-      reservations.set(address, { left: 0, remaining: result.remainingPoints, resetAt: now + result.msBeforeNext });
-      return result.remainingPoints;
+      taken = 1;
     }
     if (reservations.size >= MAX_RESERVATIONS) reservations.clear();
-    reservations.set(address, { left: block - 1, remaining: result.remainingPoints, resetAt: now + result.msBeforeNext });
-    return result.remainingPoints + block - 1;
+    reservations.set(address, { left: taken, remaining: result.remainingPoints, resetAt: now + result.msBeforeNext });
   }
 
-  return async (ctx, next) => {
+  /** One point of `address`'s budget: what is left of it after this request, or a rejection. */
+  async function take(address: string): Promise<number> {
+    for (;;) {
+      const now = Date.now();
+      const spent = spend(address, now);
+      if (spent !== null) return spent;
+      let pending = reserving.get(address);
+      if (!pending) {
+        pending = reserve(address, now).finally(() => reserving.delete(address));
+        reserving.set(address, pending);
+      }
+      await pending;
+    }
+  }
+
+  const setHeaders = (ctx: Context, remaining: number) => {
+    ctx.set('X-RateLimit-Limit', limitHeader);
+    ctx.set('X-RateLimit-Remaining', String(remaining));
+  };
+
+  async function takeThenNext(ctx: Context, address: string, next: Next): Promise<void> {
     try {
-      const remaining = await take(ctx.ip || 'unknown');
-      ctx.set('X-RateLimit-Limit', limitHeader);
-      ctx.set('X-RateLimit-Remaining', String(remaining));
+      setHeaders(ctx, await take(address));
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {
         const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
@@ -78,5 +100,14 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
       (ctx.state as RequestState).logger.warn({ err: rejection }, 'rate limiter failed; request let through');
     }
     await next();
+  }
+
+  // Most requests spend a point reserved earlier and go on without waiting for anything.
+  return (ctx, next) => {
+    const address = ctx.ip || 'unknown';
+    const remaining = spend(address, Date.now());
+    if (remaining === null) return takeThenNext(ctx, address, next);
+    setHeaders(ctx, remaining);
+    return next();
   };
 }

@@ -93,6 +93,13 @@ export class ApiKeyService {
     for (const [key, entry] of this.cache) if (entry.hash === hash) this.cache.delete(key);
   }
 
+  /** The org a `Bearer <key>` header acts for when the key was verified recently, else null. */
+  known(header: string | undefined): AuthContext | null {
+    if (!header?.startsWith('Bearer ')) return null;
+    const cached = this.cache.get(header.slice(7));
+    return cached && cached.expires > Date.now() ? cached.auth : null;
+  }
+
   /**
    * Resolves an `Authorization` header value to the org it acts for, or throws 401. Malformed
    * keys are refused by their checksum before any query.

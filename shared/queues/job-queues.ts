@@ -37,7 +37,7 @@ export function jobId(...parts: Array<string | number>): string {
   return id;
 }
 
-/** The queues of the catalog, opened on one connection, for producers (routes and workers). */
+/** The queues of the catalog, opened on one connection of their own, for producers (routes and workers). */
 export class JobQueues {
   private readonly queues = new Map<QueueName, Queue>();
 
@@ -79,7 +79,9 @@ export class JobQueues {
     await this.queue(queue).add(name, payload, options);
   }
 
+  /** Closes the queues, then the connection they were given. */
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((queue) => queue.close()));
+    await this.connection.quit().catch(() => this.connection.disconnect());
   }
 }

@@ -42,6 +42,24 @@ describe('rate limit on /v1 per client address', () => {
     });
   });
 
+  describe('with many requests of one address at once', () => {
+    it('lets exactly the hourly budget through when requests arrive 50 at a time', async () => {
+      const service = await startTestService({ DESKHAND_RATE_LIMIT_PER_HOUR: '130', DESKHAND_REDIS_PREFIX: `rlc-${Date.now()}` }, ['web']);
+      try {
+        const { key } = await service.newOrg();
+        const statuses: number[] = [];
+        for (let wave = 0; wave < 3; wave++) {
+          const answers = await Promise.all(Array.from({ length: 50 }, () => service.api(key, 'GET', '/v1/me')));
+          statuses.push(...answers.map((answer) => answer.status));
+        }
+        expect(statuses.filter((status) => status === 200)).to.have.length(130);
+        expect(statuses.filter((status) => status === 429)).to.have.length(20);
+      } finally {
+        await service.stop();
+      }
+    });
+  });
+
   describe('shared by several web processes', () => {
     it('lets exactly the hourly budget through, however the requests are spread', async () => {
       const env = { DESKHAND_RATE_LIMIT_PER_HOUR: '130', DESKHAND_REDIS_PREFIX: `rls-${Date.now()}` };

@@ -1,0 +1,47 @@
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Logger } from '../../shared/logger';
+import type { AuthContext } from '../../shared/api-keys/api-keys.service';
+import { respondWithError } from './errors';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** Per-request data in `ctx.state`: the request id, a logger scoped to it, and (on /v1) who asks. */
+export class RequestState {
+  auth?: AuthContext;
+  private scoped: Logger | undefined;
+
+  constructor(
+    private readonly root: Logger,
+    readonly requestId: string,
+  ) {}
+
+  /** Made on first use: most requests only write the access line. */
+  get logger(): Logger {
+    return (this.scoped ??= this.root.child({ request_id: this.requestId }));
+  }
+}
+
+/**
+ * The outermost middleware: gives each request its id (the caller's `X-Request-Id` when sane),
+ * turns anything thrown below into the spec's error response, and writes one access-log line.
+ */
+export function edge(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    const given = ctx.get('x-request-id');
+    const state = new RequestState(logger, REQUEST_ID.test(given) ? given : randomUUID());
+    ctx.state = state;
+    ctx.set('X-Request-Id', state.requestId);
+    const logging = logger.isLevelEnabled('info');
+    const started = logging ? performance.now() : 0;
+    try {
+      await next();
+    } catch (caught) {
+      respondWithError(ctx, caught);
+    }
+    if (logging) {
+      const ms = Math.round((performance.now() - started) * 10) / 10;
+      state.logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+    }
+  };
+}
