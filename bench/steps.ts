@@ -1,44 +1,52 @@
-import { createCanvas } from '@napi-rs/canvas';
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Queue, Worker } from 'bullmq';
-import { io, type Socket } from 'socket.io-client';
 import { loadConfig } from '../shared/config';
-import { migrateLatest } from '../shared/db/knex';
+import { createContainer } from '../shared/container';
+import { createKnex, migrateLatest } from '../shared/db/knex';
 import { createRedis } from '../shared/redis';
-import { startDeskhand } from '../bin/start';
-import { DesktopEvents, type ActMessage, type Observation, type ResultMessage } from '../shared/desktop/protocol';
 
 /**
  * `npm run bench -- steps`: the service's own overhead per agent step, with a model and a
- * computer that take no time (the scripted model, and a computer that answers every action at
+ * computer that take no time (the scripted model, and computers that answer every action at
  * once with the same small screenshot). A step here is a whole cycle: step job → model turn →
  * guardrail judgement → action to the computer → result stored (frame, events) → next step job.
- * Baseline in the same run: a chain of BullMQ no-op jobs, each enqueuing the next (the floor of
- * one queue hop, which every step pays at least once).
+ * Processes as in production: a web process, a worker-agent process, and the computers in a
+ * third. Two phases: one task alone (the latency of a step) and BENCH_TASKS at once (steps per
+ * second). Baseline in the same run, for each phase: chains of BullMQ no-op jobs, each enqueuing
+ * the next (the floor of one queue hop, which every step pays at least once).
  */
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 16);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARM_UP_SECONDS = 2;
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 
-async function baseline(redisUrl: string, prefix: string): Promise<{ perSecond: number; p50: number; p99: number }> {
+interface Figures {
+  perSecond: number;
+  p50: number;
+  p99: number;
+}
+
+async function baseline(redisUrl: string, prefix: string, chains: number): Promise<Figures> {
   const connection = createRedis(redisUrl, { blocking: true });
-  const queue = new Queue('bench-noop', { connection, prefix });
+  const queue = new Queue(`bench-noop-${chains}`, { connection, prefix });
   const gaps: number[] = [];
   let done = 0;
   const stopAt = Date.now() + SECONDS * 1000;
   const worker = new Worker(
-    'bench-noop',
+    queue.name,
     async (job) => {
-      const now = performance.now();
-      gaps.push(now - (job.data as { at: number }).at);
+      gaps.push(performance.now() - (job.data as { at: number }).at);
       done++;
       if (Date.now() < stopAt) await queue.add('noop', { at: performance.now(), chain: job.data.chain }, { removeOnComplete: true });
     },
     { connection: connection.duplicate(), prefix, concurrency: 50 },
   );
   const started = performance.now();
-  await Promise.all(Array.from({ length: TASKS }, (_, chain) => queue.add('noop', { at: performance.now(), chain }, { removeOnComplete: true })));
+  await Promise.all(Array.from({ length: chains }, (_, chain) => queue.add('noop', { at: performance.now(), chain }, { removeOnComplete: true })));
   while (Date.now() < stopAt + 200) await new Promise((resolve) => setTimeout(resolve, 100));
   const elapsed = (performance.now() - started) / 1000;
   await worker.close();
@@ -49,87 +57,130 @@ async function baseline(redisUrl: string, prefix: string): Promise<{ perSecond: 
   return { perSecond: done / elapsed, p50: percentile(gaps, 50), p99: percentile(gaps, 99) };
 }
 
-/** A computer that answers every action at once. */
-function instantComputer(baseUrl: string, code: string, png: Buffer): Promise<Socket> {
-  const observation: Observation = {
-    width: 64,
-    height: 40,
-    windows: [{ app: 'TextEdit', title: 'Untitled', bounds: { x: 0, y: 0, width: 64, height: 40 }, system: false }],
-    focused_app: 'TextEdit',
-    focused: null,
-    elements: [],
-    dialog: null,
-    text: '',
-    visible_labels: [],
-  };
-  const socket = io(`${baseUrl}/desktop`, { transports: ['websocket'] });
-  socket.on(DesktopEvents.act, (message: ActMessage) => {
-    const result: ResultMessage = { task_id: message.task_id, act_id: message.act_id, result: { ok: true, observation, screenshot: png } };
-    socket.emit(DesktopEvents.result, result);
-  });
+function startChild(file: string, env: Record<string, string>): Promise<{ child: ChildProcess; message: Record<string, unknown> }> {
+  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const child = fork(path.join(__dirname, 'servers', file), [], { execArgv: ['--import', 'tsx', ...profile], env: { ...process.env, ...env }, stdio: 'inherit' });
   return new Promise((resolve, reject) => {
-    socket.once('connect', () => {
-      socket
-        .timeout(5000)
-        .emitWithAck(DesktopEvents.hello, {
-          code,
-          device: { os: 'mac', name: 'bench', width: 64, height: 40, app_version: '1.0.20' },
-          capabilities: { accessibility: true, page_addresses: true, element_info: true },
-        })
-        .then(() => resolve(socket), reject);
-    });
+    child.once('message', (message: Record<string, unknown>) => resolve({ child, message }));
+    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
   });
+}
+
+/** CPU time a process has used so far, in seconds (Linux /proc; clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 export async function run(): Promise<void> {
   const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/deskhand_bench';
   const prefix = `bench-steps-${Date.now()}`;
-  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, DESKHAND_REDIS_PREFIX: prefix, DESKHAND_SCRIPTED_MODELS: '1', LOG_LEVEL: 'silent', PORT: '0' });
+  const env = { DATABASE_URL: databaseUrl, DESKHAND_REDIS_PREFIX: prefix, DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_RATE_LIMIT_PER_HOUR: '10000000', DESKHAND_SESSIONS_PER_HOUR: '10000000' };
+  const config = loadConfig({ ...process.env, ...env });
   await migrateLatest(databaseUrl);
+  const db = createKnex(databaseUrl, { min: 0, max: 2 });
 
-  const floor = await baseline(config.redisUrl, prefix);
-
-  const running = await startDeskhand(config, ['web', 'worker-agent']);
-  const baseUrl = `http://127.0.0.1:${running.web!.port}`;
-  const { secret } = await running.container.orgs.create('bench steps');
+  const children: ChildProcess[] = [];
+  // Whatever happens to the bench, its processes go with it.
+  process.once('exit', () => children.forEach((child) => child.kill('SIGKILL')));
+  const spawn = async (file: string, childEnv: Record<string, string>) => {
+    const started = await startChild(file, childEnv);
+    children.push(started.child);
+    return started;
+  };
+  const web = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'web' });
+  const worker = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-agent' });
+  const computers = await spawn('instant-computers.ts', {});
+  const baseUrl = `http://127.0.0.1:${web.message.port as number}`;
+  const container = createContainer(config);
+  const { secret } = await container.orgs.create('bench steps');
+  await container.close();
   const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
-  await fetch(`${baseUrl}/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ agent_id: 'bench', narration: false, guardrails: { max_steps: 500, confirm: [] } }) });
-  const canvas = createCanvas(64, 40);
-  canvas.getContext('2d').fillRect(0, 0, 10, 10);
-  const png = canvas.toBuffer('image/png');
+  const api = async (method: string, url: string, body?: unknown) => {
+    const response = await fetch(`${baseUrl}${url}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    if (!response.ok) throw new Error(`${method} ${url}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as Record<string, unknown>;
+  };
+  await api('POST', '/v1/agents', { agent_id: 'bench', narration: false, guardrails: { max_steps: 500, confirm: [] } });
 
-  const sockets: Socket[] = [];
-  const taskIds: string[] = [];
-  for (let i = 0; i < TASKS; i++) {
-    const session = (await (await fetch(`${baseUrl}/v1/sessions`, { method: 'POST', headers, body: JSON.stringify({ agent_id: 'bench' }) })).json()) as { code: string };
-    sockets.push(await instantComputer(baseUrl, session.code, png));
-    const task = (await (await fetch(`${baseUrl}/v1/sessions/${session.code}/tasks`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'click_at 5 5\nrepeat' }) })).json()) as { task_id: string };
-    taskIds.push(task.task_id);
+  /** Runs `count` tasks at once for the measured window; step figures from their `step` events. */
+  const trace = (what: string) => process.env.BENCH_TRACE && process.stderr.write(`${what}\n`);
+  async function phase(count: number): Promise<Figures & { cpu: Record<string, number> }> {
+    const codes: string[] = [];
+    for (let i = 0; i < count; i++) codes.push((await api('POST', '/v1/sessions', { agent_id: 'bench' })).code as string);
+    trace(`sessions made: ${codes.length}`);
+    const connected = new Promise((resolve) => computers.child.once('message', resolve));
+    computers.child.send({ baseUrl, codes });
+    await connected;
+    trace('computers connected');
+    // A task ends at the agent's 500 steps: each computer gets a new one when its task ends.
+    const taskIds: string[] = [];
+    const current = new Map<string, string>();
+    const startTask = async (code: string) => {
+      const id = (await api('POST', `/v1/sessions/${code}/tasks`, { prompt: 'click_at 5 5\nrepeat' })).task_id as string;
+      taskIds.push(id);
+      current.set(code, id);
+    };
+    for (const code of codes) await startTask(code);
+    let running = true;
+    const keeper = (async () => {
+      while (running) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        for (const code of codes) {
+          const task = await api('GET', `/v1/tasks/${current.get(code)}`);
+          if (running && task.status !== 'running' && task.status !== 'queued') await startTask(code);
+        }
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, WARM_UP_SECONDS * 1000));
+    const measureFrom = new Date();
+    const cpuBefore = { web: cpuSeconds(web.child.pid!), worker: cpuSeconds(worker.child.pid!), computers: cpuSeconds(computers.child.pid!) };
+    await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
+    const measureTo = new Date();
+    const cpu = {
+      web: (cpuSeconds(web.child.pid!) - cpuBefore.web) / SECONDS,
+      worker: (cpuSeconds(worker.child.pid!) - cpuBefore.worker) / SECONDS,
+      computers: (cpuSeconds(computers.child.pid!) - cpuBefore.computers) / SECONDS,
+    };
+    running = false;
+    await keeper;
+    for (const id of current.values()) await api('POST', `/v1/tasks/${id}/stop`, {});
+    for (const code of codes) await api('POST', `/v1/sessions/${code}/expire`, {});
+
+    const rows: Array<{ task_id: string; ts: Date }> = await db('task_events')
+      .whereIn('task_id', taskIds)
+      .andWhere('type', 'step')
+      .andWhere('ts', '>=', measureFrom)
+      .andWhere('ts', '<', measureTo)
+      .orderBy(['task_id', 'cursor'])
+      .select('task_id', 'ts');
+    const cycles: number[] = [];
+    for (let i = 1; i < rows.length; i++) {
+      if (rows[i]!.task_id === rows[i - 1]!.task_id) cycles.push(rows[i]!.ts.getTime() - rows[i - 1]!.ts.getTime());
+    }
+    cycles.sort((a, b) => a - b);
+    return { perSecond: rows.length / ((measureTo.getTime() - measureFrom.getTime()) / 1000), p50: percentile(cycles, 50), p99: percentile(cycles, 99), cpu };
   }
-  const measureFrom = new Date(Date.now() + 2000); // skip the warm-up
-  await new Promise((resolve) => setTimeout(resolve, 2000 + SECONDS * 1000));
-  const measureTo = new Date();
-  for (const id of taskIds) await fetch(`${baseUrl}/v1/tasks/${id}/stop`, { method: 'POST', headers });
 
-  const rows: Array<{ task_id: string; ts: Date }> = await running.container.db('task_events')
-    .whereIn('task_id', taskIds)
-    .andWhere('type', 'step')
-    .andWhere('ts', '>=', measureFrom)
-    .andWhere('ts', '<', measureTo)
-    .orderBy(['task_id', 'cursor'])
-    .select('task_id', 'ts');
-  const cycles: number[] = [];
-  for (let i = 1; i < rows.length; i++) {
-    if (rows[i]!.task_id === rows[i - 1]!.task_id) cycles.push(rows[i]!.ts.getTime() - rows[i - 1]!.ts.getTime());
+  try {
+    const lines: string[] = [];
+    for (const count of [1, TASKS]) {
+      trace(`phase ${count}`);
+      const floor = await baseline(config.redisUrl, prefix, count);
+      const steps = await phase(count);
+      const cpu = Object.entries(steps.cpu).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ');
+      lines.push(
+        `${String(count).padStart(3)} at once: BullMQ no-op chain ${floor.perSecond.toFixed(0).padStart(6)} jobs/s (hop p50 ${floor.p50.toFixed(1)} / p99 ${floor.p99.toFixed(1)} ms)` +
+          `   agent ${steps.perSecond.toFixed(0).padStart(4)} steps/s (step p50 ${steps.p50} / p99 ${steps.p99} ms)   cores: ${cpu}`,
+      );
+    }
+    console.log(`steps: instant model and computers; web, worker-agent and computers in separate processes; ${SECONDS} s measured per phase`);
+    for (const line of lines) console.log(line);
+    console.log('targets: one task alone p50 <= 5 ms and p99 <= 20 ms per step; >= 300 steps/s with many at once');
+  } finally {
+    const exited = children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve))));
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.race([Promise.all(exited), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    await db.destroy();
   }
-  cycles.sort((a, b) => a - b);
-  const steps = rows.length;
-  const seconds = (measureTo.getTime() - measureFrom.getTime()) / 1000;
-  for (const socket of sockets) socket.disconnect();
-  await running.stop();
-
-  console.log(`steps: ${TASKS} tasks at once, ${SECONDS} s measured, instant model and computer, web + worker-agent in one process`);
-  console.log(`BullMQ no-op job chain (baseline)        ${floor.perSecond.toFixed(0).padStart(7)} jobs/s   hop p50 ${floor.p50.toFixed(1)} ms   p99 ${floor.p99.toFixed(1)} ms`);
-  console.log(`agent steps (turn + action + result)     ${(steps / seconds).toFixed(0).padStart(7)} steps/s  step p50 ${percentile(cycles, 50)} ms   p99 ${percentile(cycles, 99)} ms  (per task, under load)`);
-  console.log(`ratio: ${((steps / seconds) / floor.perSecond).toFixed(2)}x of the no-op job rate (targets: >= 300 steps/s, p50 <= 5 ms, p99 <= 20 ms)`);
 }

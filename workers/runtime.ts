@@ -1,5 +1,6 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Container } from '../shared/container';
+import { createRedis } from '../shared/redis';
 import type { Logger } from '../shared/logger';
 import { JOBS, type QueueName } from '../shared/queues/catalog';
 import { assertJobPayload } from '../shared/queues/job-queues';
@@ -35,8 +36,7 @@ export interface RunningWorker {
 
 /** Starts a BullMQ worker for one queue, dispatching by job name and checking payloads. */
 export function startQueueWorker(container: Container, wiring: QueueWiring): RunningWorker {
-  const connection = container.redis.duplicate({ maxRetriesPerRequest: null });
-  connection.on('error', () => undefined);
+  const connection = createRedis(container.config.redisUrl, { name: `deskhand-worker-${wiring.queue}`, blocking: true });
   const logger = container.logger.child({ scope: `worker:${wiring.queue}` });
   const worker = new Worker(
     wiring.queue,

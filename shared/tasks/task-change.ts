@@ -5,30 +5,45 @@ import type { Notifier } from '../notifier';
 import type { JobQueues } from '../queues/job-queues';
 import { appendOrgEvent, dispatchOrgEvents, type OrgEventType } from '../events/org-events';
 import { notFound } from '../errors';
-import { lockTask, updateTaskWithEvents, type TaskEventRow, type TaskRow } from './tasks.repository';
+import { lockTask, updateTaskIfUnchanged, updateTaskWithEvents, type TaskEventRow, type TaskFrameRow, type TaskRow } from './tasks.repository';
 import { toTask } from './task-object';
 
 /** The Redis channel long-pollers of a task listen on. */
 export const taskChannel = (taskId: string) => `task:${taskId}`;
 
+/** Thrown by an unlocked change that turns out to need the transaction: the work runs again under the lock. */
+const NEEDS_LOCK = Symbol('needs the row lock');
+
 /**
- * One change to a task, made under its row lock: field updates, task events (numbered on from
- * the task's cursor, so the log stays gapless), org events for webhooks (carrying the task as it
- * is after the change), and work to do once the transaction has committed (enqueue a job, send
- * to the computer). Nothing leaves the process before the commit.
+ * One change to a task: field updates, task events (numbered on from the task's cursor, so the
+ * log stays gapless), a recording frame, org events for webhooks (carrying the task as it is
+ * after the change), and work to do once the change is written (enqueue a job, send to the
+ * computer). Nothing leaves the process before the write.
+ *
+ * Most changes run under the task's row lock in a transaction (`trx`). A change may instead
+ * start from a row read without the lock (`unlocked`): then it is written as one statement that
+ * applies only if the row is unchanged, and it may not use `trx` or org events; asking for
+ * either, or finding the row changed, makes `changeTask` run the work again under the lock.
  */
 export class TaskChange {
   private readonly changes: Partial<TaskRow> = {};
   private readonly events: TaskEventRow[] = [];
   private readonly orgEvents: Array<{ type: OrgEventType; extra: Record<string, unknown> }> = [];
+  private newFrame: TaskFrameRow | null = null;
   readonly afterCommit: Array<() => Promise<unknown> | unknown> = [];
 
   constructor(
-    readonly trx: Knex.Transaction,
+    private readonly transaction: Knex.Transaction | null,
     public row: TaskRow,
     readonly now: Date,
     private readonly baseUrl: string,
   ) {}
+
+  /** The transaction holding the row lock (an unlocked change asks for the lock instead). */
+  get trx(): Knex.Transaction {
+    if (!this.transaction) throw NEEDS_LOCK;
+    return this.transaction;
+  }
 
   set(changes: Partial<TaskRow>): void {
     Object.assign(this.changes, changes);
@@ -42,8 +57,14 @@ export class TaskChange {
     this.events.push({ task_id: this.row.id, cursor, type, message, data, ts: this.now });
   }
 
+  /** Stores a frame of the recording with this change. */
+  frame(frame: TaskFrameRow): void {
+    this.newFrame = frame;
+  }
+
   /** Records a webhook event; `data.task` is the task after this change. */
   orgEvent(type: OrgEventType, extra: Record<string, unknown> = {}): void {
+    if (!this.transaction) throw NEEDS_LOCK;
     this.orgEvents.push({ type, extra });
   }
 
@@ -51,10 +72,10 @@ export class TaskChange {
     this.afterCommit.push(work);
   }
 
-  /** Writes everything; returns the ids of the org events written. */
+  /** Writes everything in the transaction; returns the ids of the org events written. */
   async flush(): Promise<string[]> {
     this.set({ updated_at: this.now });
-    this.row = await updateTaskWithEvents(this.trx, this.row.id, this.changes, this.events);
+    this.row = await updateTaskWithEvents(this.trx, this.row.id, this.changes, this.events, this.newFrame);
     const ids: string[] = [];
     if (this.orgEvents.length) {
       const task = toTask(this.row, this.baseUrl, this.now);
@@ -63,6 +84,15 @@ export class TaskChange {
       }
     }
     return ids;
+  }
+
+  /** Writes an unlocked change if the row is still as read; false when it changed meanwhile. */
+  async flushIfUnchanged(db: Knex): Promise<boolean> {
+    this.set({ updated_at: this.now });
+    const version = await updateTaskIfUnchanged(db, this.row.id, this.row.row_version!, this.changes, this.events, this.newFrame);
+    if (!version) return false;
+    this.row = { ...this.row, row_version: version };
+    return true;
   }
 
   get wroteEvents(): boolean {
@@ -81,13 +111,25 @@ export interface TaskChangeDeps {
 
 /**
  * Runs `work` on the locked task in one transaction, then, after the commit: wakes long-pollers,
- * hands org events to the webhooks queue, and runs the change's after-commit work.
+ * hands org events to the webhooks queue, and runs the change's after-commit work. Given `seen`,
+ * the task as read with its version (`readTaskForChange`), the work first runs on that row
+ * without a lock or transaction, written only if the row is unchanged (two round trips instead
+ * of five on the agent loop's busiest paths); otherwise it runs again as above.
  */
 export async function changeTask<T>(
   deps: TaskChangeDeps,
   taskId: string,
   work: (change: TaskChange) => Promise<T> | T,
+  seen?: TaskRow,
 ): Promise<{ value: T; row: TaskRow }> {
+  if (seen?.row_version) {
+    const change = new TaskChange(null, seen, deps.clock.now(), deps.baseUrl);
+    const value = await runUnlessLockNeeded(work, change);
+    if (value !== NEEDS_LOCK && (await change.flushIfUnchanged(deps.db))) {
+      await afterWrite(deps, change, []);
+      return { value, row: change.row };
+    }
+  }
   const { value, change, orgEventIds } = await deps.db.transaction(async (trx) => {
     const row = await lockTask(trx, taskId);
     if (!row) throw notFound(`No task ${taskId}`);
@@ -96,15 +138,30 @@ export async function changeTask<T>(
     const orgEventIds = await change.flush();
     return { value, change, orgEventIds };
   });
-  // After the commit, independent work goes out together (one round trip's wait, not several);
-  // the change's own work keeps its order (e.g. a question is shown before its timeout is set).
+  await afterWrite(deps, change, orgEventIds);
+  return { value, row: change.row };
+}
+
+async function runUnlessLockNeeded<T>(work: (change: TaskChange) => Promise<T> | T, change: TaskChange): Promise<T | typeof NEEDS_LOCK> {
+  try {
+    return await work(change);
+  } catch (error) {
+    if (error === NEEDS_LOCK) return NEEDS_LOCK;
+    throw error;
+  }
+}
+
+/**
+ * After the write, independent work goes out together (one round trip's wait, not several); the
+ * change's own work keeps its order (e.g. a question is shown before its timeout is set).
+ */
+async function afterWrite(deps: TaskChangeDeps, change: TaskChange, orgEventIds: string[]): Promise<void> {
   const notify = change.wroteEvents
-    ? deps.notifier.publish(taskChannel(taskId), String(change.row.cursor)).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
+    ? deps.notifier.publish(taskChannel(change.row.id), String(change.row.cursor)).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
     : undefined;
   const dispatch = orgEventIds.length ? dispatchOrgEvents(deps.queues, orgEventIds) : undefined;
   const ordered = (async () => {
     for (const work of change.afterCommit) await work();
   })();
   await Promise.all([notify, dispatch, ordered]);
-  return { value, row: change.row };
 }

@@ -22,7 +22,7 @@ import {
   findOverdueApprovals,
   findQuietActiveTasks,
   findTaskById,
-  insertFrame,
+  readTaskForChange,
   insertItem,
   readFrame,
   type TaskItemRow,
@@ -156,8 +156,9 @@ function describeAction(action: DesktopAction): string {
 export class TaskLoop {
   constructor(private readonly deps: TaskLoopDeps) {}
 
-  private change<T>(taskId: string, work: (change: TaskChange) => Promise<T> | T) {
-    return changeTask(this.deps, taskId, work);
+  /** Runs `work` as one change of the task; from `seen` (read with its version) it first tries without the lock. */
+  private change<T>(taskId: string, work: (change: TaskChange) => Promise<T> | T, seen?: TaskRow) {
+    return changeTask(this.deps, taskId, work, seen);
   }
 
   // ---- scheduling --------------------------------------------------------------------------
@@ -183,7 +184,7 @@ export class TaskLoop {
    * end the task now instead of being retried by the queue.
    */
   async step(taskId: string, n: number, lastAttempt = true): Promise<string> {
-    const row = await findTaskById(this.deps.db, taskId);
+    const row = await readTaskForChange(this.deps.db, taskId);
     if (!row || isDone(row.status) || row.current_job_id !== stepJobId(taskId, n)) return 'stale';
     if (row.status !== 'queued' && row.phase !== 'model' && row.phase !== 'sleep') return 'stale';
     if (row.status === 'queued') {
@@ -191,7 +192,7 @@ export class TaskLoop {
       return 'started';
     }
     if (row.queued_actions.length > 0) {
-      await this.change(taskId, (change) => (this.isCurrent(change, n) ? this.sendNextAction(change) : undefined));
+      await this.change(taskId, (change) => (this.isCurrent(change, n) ? this.sendNextAction(change) : undefined), row);
       return 'action';
     }
     return this.modelTurn(row, n, lastAttempt);
@@ -321,10 +322,14 @@ export class TaskLoop {
       return 'model_error';
     }
     const fileOutcome = output.move.kind === 'file' && !output.safety ? await this.runFileOp(row, output.move) : null;
-    await this.change(row.id, async (change) => {
-      if (!this.isCurrent(change, n)) return;
-      await this.applyTurn(change, output, fileOutcome);
-    });
+    await this.change(
+      row.id,
+      async (change) => {
+        if (!this.isCurrent(change, n)) return;
+        await this.applyTurn(change, output, fileOutcome);
+      },
+      row,
+    );
     return output.move.kind;
   }
 
@@ -571,11 +576,13 @@ export class TaskLoop {
   async receiveResult(sessionCode: string, message: ResultMessage): Promise<{ ok: boolean }> {
     const result = message.result;
     const screenshot = Buffer.isBuffer(result.screenshot) ? result.screenshot : Buffer.from(result.screenshot as unknown as Uint8Array);
+    const seen = await readTaskForChange(this.deps.db, message.task_id);
+    if (!seen || seen.session_id !== sessionCode || seen.awaiting_act_id !== message.act_id || isDone(seen.status)) return { ok: false };
     const { value } = await this.change(message.task_id, async (change) => {
       const row = change.row;
       if (row.session_id !== sessionCode || row.awaiting_act_id !== message.act_id || isDone(row.status)) return false;
       const seq = row.frames + 1;
-      await insertFrame(change.trx, { task_id: row.id, seq, width: result.observation.width, height: result.observation.height, png: screenshot, created_at: change.now });
+      change.frame({ task_id: row.id, seq, width: result.observation.width, height: result.observation.height, png: screenshot, created_at: change.now });
       const guard = row.guard_state as GuardState;
       const results = [...row.turn_results, result.ok ? { ok: true } : { ok: false, error: result.error ?? 'The action failed' }];
       const remaining = row.queued_actions.slice(1);
@@ -600,7 +607,7 @@ export class TaskLoop {
       }
       this.scheduleStep(change);
       return true;
-    });
+    }, seen);
     return { ok: value };
   }
 

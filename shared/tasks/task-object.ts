@@ -1,4 +1,4 @@
-import type { TaskRow } from './tasks.repository';
+import type { TaskObjectRow, TaskRow } from './tasks.repository';
 
 /** The open question or approval of a task (`task.pending`). */
 export type TaskPending =
@@ -48,7 +48,7 @@ export function activeMs(row: Pick<TaskRow, 'active_ms' | 'running_since'>, now:
   return row.active_ms + (row.running_since ? Math.max(0, now.getTime() - row.running_since.getTime()) : 0);
 }
 
-export function toTask(row: TaskRow, baseUrl: string, now: Date): Task {
+export function toTask(row: TaskObjectRow, baseUrl: string, now: Date): Task {
   return {
     object: 'task',
     task_id: row.id,

@@ -50,6 +50,8 @@ export interface TaskRow extends Record<string, unknown> {
   updated_at: Date;
   started_at: Date | null;
   ended_at: Date | null;
+  /** The row version read with it (PostgreSQL's `xmin`), when read for an unlocked change. */
+  row_version?: string;
 }
 
 const JSON_COLUMNS = new Set(['agent_config', 'metadata', 'pending', 'queued_actions', 'turn_results', 'last_outcome', 'model_state', 'observation', 'guard_state']);
@@ -74,6 +76,11 @@ export async function findTask(db: Db, orgId: string, id: string): Promise<TaskR
 /** By id alone: workers and the desktop gateway do not act for an org. */
 export async function findTaskById(db: Db, id: string): Promise<TaskRow | undefined> {
   return db<TaskRow>('tasks').where({ id }).first();
+}
+
+/** The task with its row version, for a change that writes only if nobody changed it since. */
+export async function readTaskForChange(db: Db, id: string): Promise<TaskRow | undefined> {
+  return db<TaskRow>('tasks').where({ id }).first('*', db.raw('xmin::text as row_version'));
 }
 
 export async function lockTask(trx: Knex.Transaction, id: string): Promise<TaskRow | undefined> {
@@ -135,26 +142,85 @@ export interface TaskEventRow {
   ts: Date;
 }
 
+/** A recording frame, written with the change that stores the action's result. */
+export interface TaskFrameRow {
+  task_id: string;
+  seq: number;
+  width: number;
+  height: number;
+  png: Buffer;
+  created_at: Date;
+}
+
+const EVENTS_FROM_JSON = `select task_id, cursor, type, message, data, ts from jsonb_to_recordset(?::jsonb)
+  as e(task_id text, cursor int, type text, message text, data jsonb, ts timestamptz)`;
+const eventsJson = (events: TaskEventRow[]) => JSON.stringify(events.map((event) => ({ ...event, ts: event.ts.toISOString() })));
+
 /**
- * Writes a task's changes and its new events in one statement (one round trip): the events go
- * in through a data-modifying CTE beside the UPDATE. Returns the updated row.
+ * Writes a task's changes, its new events and a new frame in one statement (one round trip): the
+ * events and the frame go in through data-modifying CTEs beside the UPDATE. Returns the updated row.
  */
-export async function updateTaskWithEvents(trx: Knex.Transaction, id: string, changes: Partial<TaskRow>, events: TaskEventRow[]): Promise<TaskRow> {
-  if (events.length === 0) return updateTask(trx, id, changes);
+export async function updateTaskWithEvents(trx: Knex.Transaction, id: string, changes: Partial<TaskRow>, events: TaskEventRow[], frame: TaskFrameRow | null = null): Promise<TaskRow> {
+  if (events.length === 0 && !frame) return updateTask(trx, id, changes);
   const update = trx('tasks').where({ id }).update(toDbValues(changes)).returning('*').toSQL();
-  const rows = events.map((event) => ({ ...event, ts: event.ts.toISOString() }));
   const result = await trx.raw(
-    `with inserted as (insert into task_events (task_id, cursor, type, message, data, ts)
-       select task_id, cursor, type, message, data, ts from jsonb_to_recordset(?::jsonb)
-         as e(task_id text, cursor int, type text, message text, data jsonb, ts timestamptz))
+    `with inserted as (insert into task_events (task_id, cursor, type, message, data, ts) ${EVENTS_FROM_JSON}),
+          framed as (insert into task_frames (task_id, seq, width, height, png, created_at) select ?, ?, ?, ?, ?, ? where ?)
      ${update.sql}`,
-    [JSON.stringify(rows), ...update.bindings],
+    [eventsJson(events), ...frameBindings(frame), ...update.bindings],
   );
   return result.rows[0] as TaskRow;
 }
 
-export async function readEvents(db: Db, taskId: string, after: number, limit: number): Promise<TaskEventRow[]> {
-  return db<TaskEventRow>('task_events').where({ task_id: taskId }).andWhere('cursor', '>', after).orderBy('cursor').limit(limit);
+function frameBindings(frame: TaskFrameRow | null): Knex.RawBinding[] {
+  return frame ? [frame.task_id, frame.seq, frame.width, frame.height, frame.png, frame.created_at, true] : [null, null, null, null, null, null, false];
+}
+
+/**
+ * The same writes as `updateTaskWithEvents`, as one statement outside any transaction, made only
+ * if the row is still at `version` (nobody changed it since it was read). Returns the row's new
+ * version, or undefined when the row had changed and nothing was written. The caller knows the
+ * row it wrote, so nothing else comes back (a running task's row is several kilobytes of JSON).
+ */
+export async function updateTaskIfUnchanged(db: Knex, id: string, version: string, changes: Partial<TaskRow>, events: TaskEventRow[], frame: TaskFrameRow | null): Promise<string | undefined> {
+  const update = db('tasks').where({ id }).whereRaw('xmin = ?::xid', [version]).update(toDbValues(changes)).toSQL();
+  const result = await db.raw(
+    `with updated as (${update.sql} returning xmin::text as row_version),
+          inserted as (insert into task_events (task_id, cursor, type, message, data, ts) ${EVENTS_FROM_JSON} where exists (select from updated)),
+          framed as (insert into task_frames (task_id, seq, width, height, png, created_at) select ?, ?, ?, ?, ?, ? where ? and exists (select from updated))
+     select row_version from updated`,
+    [...update.bindings, eventsJson(events), ...frameBindings(frame)],
+  );
+  return (result.rows[0] as { row_version: string } | undefined)?.row_version;
+}
+
+/** The columns the spec's Task object is made of (not the loop's working state). */
+export const TASK_OBJECT_COLUMNS = [
+  'id', 'org_id', 'session_id', 'agent_id', 'agent_version', 'agent_draft', 'request_id', 'status', 'prompt', 'result', 'error',
+  'pending', 'cursor', 'metadata', 'created_at', 'updated_at', 'active_ms', 'running_since', 'billed_minutes', 'frames',
+] as const;
+export type TaskObjectRow = Pick<TaskRow, (typeof TASK_OBJECT_COLUMNS)[number]>;
+
+/**
+ * What a follower reads, in one statement: the org's task (its object's columns) and up to
+ * `limit` events after `after`. Undefined when the org has no such task.
+ */
+export async function readTaskAndEventsAfter(db: Knex, orgId: string, taskId: string, after: number, limit: number): Promise<{ row: TaskObjectRow; events: TaskEventRow[] } | undefined> {
+  const columns = TASK_OBJECT_COLUMNS.map((column) => `t."${column}"`).join(', ');
+  const result = await db.raw(
+    `select ${columns}, coalesce(e.events, '[]'::json) as events
+       from tasks t
+       left join lateral (
+         select json_agg(x order by x.cursor) as events
+           from (select cursor, type, message, data, ts from task_events where task_id = t.id and cursor > ? order by cursor limit ?) x
+       ) e on t.cursor > ?
+      where t.id = ? and t.org_id = ?`,
+    [after, limit, after, taskId, orgId],
+  );
+  const found = result.rows[0] as (TaskObjectRow & { events: Array<Omit<TaskEventRow, 'ts' | 'task_id'> & { ts: string }> }) | undefined;
+  if (!found) return undefined;
+  const { events, ...row } = found;
+  return { row, events: events.map((event) => ({ ...event, task_id: taskId, ts: new Date(event.ts) })) };
 }
 
 // ---- questions and approvals -----------------------------------------------------------------
@@ -212,10 +278,6 @@ export async function closeOpenItems(db: Db, taskId: string): Promise<void> {
 }
 
 // ---- recordings ------------------------------------------------------------------------------
-
-export async function insertFrame(db: Db, frame: { task_id: string; seq: number; width: number; height: number; png: Buffer; created_at: Date }): Promise<void> {
-  await db('task_frames').insert(frame);
-}
 
 export async function readFrame(db: Db, taskId: string, seq: number): Promise<{ png: Buffer } | undefined> {
   return db('task_frames').where({ task_id: taskId, seq }).first('png');

@@ -19,7 +19,9 @@ import {
   findTaskByRequestId,
   insertTask,
   listTasks,
-  readEvents,
+  readTaskAndEventsAfter,
+  type TaskObjectRow,
+  type TaskEventRow,
   readFrame,
   type TaskFilter,
   type TaskRow,
@@ -45,6 +47,8 @@ export interface TaskEvent {
 export const MAX_WAIT_MS = 55_000;
 const EVENTS_PER_PAGE = 500;
 
+const toTaskEvent = (row: TaskEventRow): TaskEvent => ({ cursor: row.cursor, type: row.type, message: row.message, ts: row.ts.toISOString(), data: row.data });
+
 export interface TasksDeps {
   db: Knex;
   clock: Clock;
@@ -60,7 +64,7 @@ const UNIQUE_VIOLATION = '23505';
 
 /** What one follow read sees: the task, then its events after the cursor asked for. */
 interface FollowState {
-  row: TaskRow;
+  row: TaskObjectRow;
   data: TaskEvent[];
 }
 
@@ -91,7 +95,7 @@ export class TasksService {
 
   constructor(private readonly deps: TasksDeps) {}
 
-  toTask(row: TaskRow): Task {
+  toTask(row: TaskObjectRow): Task {
     return toTask(row, this.deps.baseUrl, this.deps.clock.now());
   }
 
@@ -223,10 +227,11 @@ export class TasksService {
       read = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
         this.unsentReads.delete(key);
         const mark = this.deps.notifier.mark(taskChannel(taskId));
-        const row = await this.getRow(orgId, taskId);
+        const found = await readTaskAndEventsAfter(this.deps.db, orgId, taskId, after, EVENTS_PER_PAGE);
+        if (!found) throw notFound(`No task ${taskId}`);
+        const { row, events } = found;
         if (mark) this.rememberFollowed(taskId, { orgId: row.org_id, cursor: row.cursor, done: isDone(row.status), mark, at: performance.now() });
-        const data = row.cursor > after ? await this.eventsAfter(taskId, after) : [];
-        return { row, data };
+        return { row, data: events.map(toTaskEvent) };
       });
       this.unsentReads.set(key, read);
     }
@@ -260,10 +265,7 @@ export class TasksService {
     );
   }
 
-  private async eventsAfter(taskId: string, after: number): Promise<TaskEvent[]> {
-    const rows = await readEvents(this.deps.db, taskId, after, EVENTS_PER_PAGE);
-    return rows.map((row) => ({ cursor: row.cursor, type: row.type, message: row.message, ts: row.ts.toISOString(), data: row.data }));
-  }
+
 
   /**
    * Events after `after`; when there are none yet, waits up to `waitMs` for one. A Redis

@@ -1,0 +1,101 @@
+import { expect } from 'chai';
+import { startTestService, type TestService } from '../support/service';
+import { connectDesktop, follow, script } from '../support/tasks';
+import { changeTask, type TaskChange } from '../../shared/tasks/task-change';
+import { readTaskForChange } from '../../shared/tasks/tasks.repository';
+
+/**
+ * `changeTask` from a row read without the lock (the loop's busiest paths): written in one
+ * statement when nobody changed the task since, and run again under the lock otherwise.
+ */
+describe('task changes from a row read without the lock', () => {
+  let service: TestService;
+  let taskId: string;
+  const deps = () => service.running.container;
+
+  before(async () => {
+    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1' }, ['web', 'worker-agent']);
+    const { key } = await service.newOrg();
+    const { code } = await connectDesktop(service, key);
+    const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: script('sleep 3600') });
+    if (started.status !== 200) throw new Error(JSON.stringify(started.body));
+    taskId = started.body.task_id;
+    // Asleep for an hour: nothing of the loop's touches the row while the tests change it.
+    await follow(service, key, taskId, (_task, events) => events.some((event) => event.type === 'sleep'));
+  });
+  after(async () => service.stop());
+
+  const eventsOf = (id: string) => deps().db('task_events').where({ task_id: id }).orderBy('cursor').select('cursor', 'type', 'message');
+
+  it('writes the update, its events and a frame in one go when the row is unchanged', async () => {
+    const seen = (await readTaskForChange(deps().db, taskId))!;
+    const rows: number[] = [];
+    const { row } = await changeTask(
+      deps(),
+      taskId,
+      (change) => {
+        rows.push(change.row.cursor);
+        change.event('note', 'first');
+        change.event('note', 'second');
+        change.frame({ task_id: taskId, seq: seen.frames + 1, width: 2, height: 2, png: Buffer.from('not checked here'), created_at: change.now });
+        change.set({ frames: seen.frames + 1 });
+      },
+      seen,
+    );
+    expect(rows).to.deep.equal([seen.cursor]);
+    expect(row.cursor).to.equal(seen.cursor + 2);
+    const stored = (await readTaskForChange(deps().db, taskId))!;
+    expect(stored.cursor).to.equal(seen.cursor + 2);
+    expect(stored.frames).to.equal(seen.frames + 1);
+    expect(stored.row_version).to.equal(row.row_version);
+    const events = await eventsOf(taskId);
+    expect(events.slice(-2).map((event) => [event.cursor, event.message])).to.deep.equal([
+      [seen.cursor + 1, 'first'],
+      [seen.cursor + 2, 'second'],
+    ]);
+    const frame = await deps().db('task_frames').where({ task_id: taskId, seq: seen.frames + 1 }).first();
+    expect(frame.png.toString()).to.equal('not checked here');
+  });
+
+  it('runs the work again under the lock when the row changed after it was read, writing nothing twice', async () => {
+    const seen = (await readTaskForChange(deps().db, taskId))!;
+    // Somebody else changes the task in between.
+    await changeTask(deps(), taskId, (change) => change.event('note', 'in between'));
+    const runs: Array<{ cursor: number; locked: boolean }> = [];
+    const { row } = await changeTask(
+      deps(),
+      taskId,
+      (change: TaskChange) => {
+        runs.push({ cursor: change.row.cursor, locked: change.row.row_version === undefined });
+        change.event('note', 'after');
+      },
+      seen,
+    );
+    expect(runs).to.deep.equal([
+      { cursor: seen.cursor, locked: false },
+      { cursor: seen.cursor + 1, locked: true },
+    ]);
+    expect(row.cursor).to.equal(seen.cursor + 2);
+    const events = await eventsOf(taskId);
+    expect(events.slice(-2).map((event) => event.message)).to.deep.equal(['in between', 'after']);
+    expect(events.filter((event) => event.message === 'after')).to.have.length(1);
+  });
+
+  it('runs the work again under the lock when it needs the transaction', async () => {
+    const seen = (await readTaskForChange(deps().db, taskId))!;
+    const runs: boolean[] = [];
+    await changeTask(
+      deps(),
+      taskId,
+      async (change: TaskChange) => {
+        change.event('note', 'with a read');
+        const session = await change.trx('sessions').where({ code: change.row.session_id }).first('status');
+        runs.push(session.status === 'connected');
+      },
+      seen,
+    );
+    expect(runs).to.deep.equal([true]);
+    const events = await eventsOf(taskId);
+    expect(events.filter((event) => event.message === 'with a read')).to.have.length(1);
+  });
+});
