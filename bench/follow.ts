@@ -9,7 +9,8 @@ import { migrateLatest } from '../shared/db/knex';
 import { newId } from '../shared/ids';
 import { Notifier } from '../shared/notifier';
 import { newPairingCode } from '../shared/sessions/pairing-code';
-import { changeTask, type TaskChangeDeps } from '../shared/tasks/task-change';
+import { changeTask, decodeTaskNote, type TaskChangeDeps } from '../shared/tasks/task-change';
+import { readTaskForChange } from '../shared/tasks/tasks.repository';
 import type { FollowLoadResult, FollowLoadStart } from './servers/follow-load';
 
 /**
@@ -20,8 +21,9 @@ import type { FollowLoadResult, FollowLoadStart } from './servers/follow-load';
  * followers in a load process: one keep-alive connection each, `wait_ms=25000`, asking again
  * with the returned cursor as soon as an answer arrives. A writer in this process appends events
  * at RATE per second, round-robin over the tasks, through the service's write path (`changeTask`
- * with `change.event(...)`: row lock, update, insert, commit, then PUBLISH on the task's channel),
- * and notes the time of each publish. Wake-up latency is, for every event and every follower of
+ * with `change.event(...)` from the row read with its version: one statement writing the update
+ * and the event, then the PUBLISH of the task's note on its channel), and notes the time of each
+ * publish. Wake-up latency is, for every event and every follower of
  * its task, arrival of the answer carrying it minus the publish of that event (one machine, one
  * clock: `performance.timeOrigin + performance.now()`).
  *
@@ -29,8 +31,8 @@ import type { FollowLoadResult, FollowLoadStart } from './servers/follow-load';
  * that PostgreSQL and the writer load the machine alike): a minimal Koa long-poll server with no
  * database that holds requests in memory and answers them from an EventEmitter when the writer
  * publishes the event to it over Redis pub/sub instead of on the task's channel. The ratio is
- * what our follow side (rate limit, API key, validation, PostgreSQL reads, Redis subscriptions)
- * costs on top. Each phase follows fresh tasks of its own.
+ * what our follow side (rate limit, API key, validation, the task notes or PostgreSQL reads,
+ * Redis subscriptions) costs on top. Each phase follows fresh tasks of its own.
  *
  * Diagnostics: BENCH_TRACE=1 prints the web process's event-loop delay, database pool and query
  * times every second; BENCH_PROFILE_DIR=DIR writes a CPU profile of its measured window.
@@ -158,14 +160,15 @@ class BenchNotifier extends Notifier {
   override async publish(name: string, message = ''): Promise<void> {
     this.onPublish(name, message, now());
     if (this.baselineChannel === null) return super.publish(name, message);
-    const event = { cursor: Number(message), type: 'note', message: 'Bench event', ts: new Date().toISOString(), data: {} };
+    const event = { cursor: decodeTaskNote(message)!.cursor, type: 'note', message: 'Bench event', ts: new Date().toISOString(), data: {} };
     await this.container.redis.publish(this.baselineChannel, JSON.stringify({ task_id: name.slice('task:'.length), event }));
   }
 }
 
 /**
  * Events through the service's write path, for both phases: one `changeTask` with one
- * `change.event` each (row lock, update, insert, commit, publish), so that PostgreSQL and this
+ * `change.event` each, as the agent loop writes a step (the row read with its version, then one
+ * statement writing the update and the event, then the publish), so that PostgreSQL and this
  * process carry the same write load whichever server the followers wait on.
  */
 function eventWriter(container: Container, taskIds: string[], baselineChannel: string | null): Writer {
@@ -175,7 +178,7 @@ function eventWriter(container: Container, taskIds: string[], baselineChannel: s
     container,
     (name, message, at) => {
       const index = indexByChannel.get(name);
-      if (index !== undefined) published[index]![Number(message)] = at;
+      if (index !== undefined) published[index]![decodeTaskNote(message)!.cursor] = at;
     },
     baselineChannel,
   );
@@ -190,7 +193,9 @@ function eventWriter(container: Container, taskIds: string[], baselineChannel: s
   return {
     published,
     async write(n) {
-      await changeTask(deps, taskIds[n % taskIds.length]!, (change) => change.event('note', 'Bench event', { n }));
+      const taskId = taskIds[n % taskIds.length]!;
+      const seen = await readTaskForChange(container.db, taskId);
+      await changeTask(deps, taskId, (change) => change.event('note', 'Bench event', { n }), seen);
     },
   };
 }

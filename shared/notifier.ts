@@ -33,6 +33,8 @@ export class Notifier {
   private lastChannelId = 0;
   /** Bumped when the subscriber connection drops or comes back: messages published in between are lost. */
   private connection = 0;
+  /** Called for every message on a subscribed channel whose name starts with their prefix, before its listeners. */
+  private readonly observers: Array<{ prefix: string; observer: (name: string, message: string) => void }> = [];
 
   constructor(
     private readonly publisher: Redis,
@@ -40,10 +42,15 @@ export class Notifier {
     private readonly prefix: string,
     private readonly lingerMs = DEFAULT_LINGER_MS,
   ) {
+    const channelPrefix = this.channel('');
     subscriber.on('message', (channel: string, message: string) => {
       const state = this.channels.get(channel);
       if (!state) return;
       state.received++;
+      if (this.observers.length) {
+        const name = channel.slice(channelPrefix.length);
+        for (const { prefix, observer } of this.observers) if (name.startsWith(prefix)) observer(name, message);
+      }
       for (const listener of state.listeners) listener(message);
     });
     const reconnected = () => {
@@ -59,6 +66,14 @@ export class Notifier {
 
   async publish(name: string, message = ''): Promise<void> {
     await this.publisher.publish(this.channel(name), message);
+  }
+
+  /**
+   * Hears every message on the subscribed channels whose names start with `prefix`, also while
+   * a channel lingers with nobody listening; subscribes nothing by itself.
+   */
+  observe(prefix: string, observer: (name: string, message: string) => void): void {
+    this.observers.push({ prefix, observer });
   }
 
   /**

@@ -6,8 +6,15 @@ import type { RequestState } from './edge';
 
 /** Points a process takes from Redis at once for one address, while the address has plenty left. */
 const BLOCK = 25;
+/** The most points a process reserves at once for one address (when that many requests wait). */
+const MAX_BLOCK = 500;
 /** Local reservations kept at most (addresses); past it they are dropped, which only costs a round trip. */
 const MAX_RESERVATIONS = 50_000;
+
+interface Waiter {
+  resolve(remaining: number): void;
+  reject(rejection: unknown): void;
+}
 
 interface Reservation {
   /** Points taken from the shared budget and not yet used by this process. */
@@ -35,8 +42,8 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
     insuranceLimiter: new RateLimiterMemory({ points: options.pointsPerHour, duration: 3600 }),
   });
   const reservations = new Map<string, Reservation>();
-  /** Reservations being taken from Redis: concurrent requests of one address wait for the same one. */
-  const reserving = new Map<string, Promise<void>>();
+  /** Requests of an address waiting for points from Redis, first come first served. */
+  const waiting = new Map<string, Waiter[]>();
   const limitHeader = String(options.pointsPerHour);
 
   /** Spends a locally reserved point of `address`, or answers null when none is left. */
@@ -47,11 +54,11 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
     return held.remaining + held.left;
   }
 
-  async function reserve(address: string, now: number): Promise<void> {
+  /** Takes points of `address` from the shared budget: enough for `wanted` requests while there is plenty, else one. */
+  async function reserve(address: string, now: number, wanted: number): Promise<void> {
     const held = reservations.get(address);
-    // Reserve a block only while the budget clearly has room for it; near the end, one point.
     const known = held && held.resetAt > now ? held.remaining : options.pointsPerHour;
-    const block = known < BLOCK * 4 ? 1 : BLOCK;
+    const block = known < BLOCK * 4 ? 1 : Math.min(Math.max(BLOCK, wanted), MAX_BLOCK, Math.floor(known / 4));
     let taken = block;
     let result: RateLimiterRes;
     try {
@@ -67,19 +74,33 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
     reservations.set(address, { left: taken, remaining: result.remainingPoints, resetAt: now + result.msBeforeNext });
   }
 
-  /** One point of `address`'s budget: what is left of it after this request, or a rejection. */
-  async function take(address: string): Promise<number> {
-    for (;;) {
+  /**
+   * Serves the waiting requests of `address` in order, one reservation in flight at a time, each
+   * sized for the requests waiting then; a refusal goes to every request still waiting.
+   */
+  async function serve(address: string, queue: Waiter[]): Promise<void> {
+    while (queue.length > 0) {
       const now = Date.now();
-      const spent = spend(address, now);
-      if (spent !== null) return spent;
-      let pending = reserving.get(address);
-      if (!pending) {
-        pending = reserve(address, now).finally(() => reserving.delete(address));
-        reserving.set(address, pending);
+      let left: number | null;
+      while (queue.length > 0 && (left = spend(address, now)) !== null) queue.shift()!.resolve(left);
+      if (queue.length === 0) break;
+      try {
+        await reserve(address, now, queue.length);
+      } catch (rejection) {
+        for (const waiter of queue.splice(0)) waiter.reject(rejection);
       }
-      await pending;
     }
+    waiting.delete(address);
+  }
+
+  /** One point of `address`'s budget: what is left of it after this request, or a rejection. */
+  function take(address: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      let queue = waiting.get(address);
+      if (!queue) waiting.set(address, (queue = []));
+      queue.push({ resolve, reject });
+      if (queue.length === 1) void serve(address, queue);
+    });
   }
 
   const setHeaders = (ctx: Context, remaining: number) => {
@@ -105,7 +126,7 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
   // Most requests spend a point reserved earlier and go on without waiting for anything.
   return (ctx, next) => {
     const address = ctx.ip || 'unknown';
-    const remaining = spend(address, Date.now());
+    const remaining = waiting.has(address) ? null : spend(address, Date.now());
     if (remaining === null) return takeThenNext(ctx, address, next);
     setHeaders(ctx, remaining);
     return next();

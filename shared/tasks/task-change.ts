@@ -5,11 +5,51 @@ import type { Notifier } from '../notifier';
 import type { JobQueues } from '../queues/job-queues';
 import { appendOrgEvent, dispatchOrgEvents, type OrgEventType } from '../events/org-events';
 import { notFound } from '../errors';
-import { lockTask, updateTaskIfUnchanged, updateTaskWithEvents, type TaskEventRow, type TaskFrameRow, type TaskRow } from './tasks.repository';
-import { toTask } from './task-object';
+import { lockTask, TASK_OBJECT_COLUMNS, updateTaskIfUnchanged, updateTaskWithEvents, type TaskEventRow, type TaskFrameRow, type TaskObjectRow, type TaskRow } from './tasks.repository';
+import { toTask, toTaskEvent, type TaskEvent } from './task-object';
 
 /** The Redis channel long-pollers of a task listen on. */
 export const taskChannel = (taskId: string) => `task:${taskId}`;
+
+/**
+ * What a committed change tells the task's followers: the new cursor and, when it is small, what
+ * the change wrote (its events, and the task as the change left it), so that a follower whose
+ * cursor is where the change began answers without reading PostgreSQL. It is a copy of
+ * committed rows, never more: a follower it does not fit reads them as before.
+ */
+export interface TaskNote {
+  cursor: number;
+  /** The cursor before the change: `events` are all the events after it. */
+  from?: number;
+  events?: TaskEvent[];
+  task?: TaskObjectRow;
+}
+
+/** Past this, a note carries the cursor only (followers read the rest). */
+const NOTE_MAX_CHARS = 16 * 1024;
+
+export function encodeTaskNote(row: TaskRow, events: TaskEventRow[]): string {
+  const task = Object.fromEntries(TASK_OBJECT_COLUMNS.map((column) => [column, row[column]]));
+  const full = JSON.stringify({ cursor: row.cursor, from: row.cursor - events.length, events: events.map(toTaskEvent), task });
+  return full.length <= NOTE_MAX_CHARS ? full : JSON.stringify({ cursor: row.cursor });
+}
+
+const reviveDate = (value: unknown) => (typeof value === 'string' ? new Date(value) : null);
+
+export function decodeTaskNote(message: string): TaskNote | null {
+  try {
+    const note = JSON.parse(message) as TaskNote;
+    if (typeof note.cursor !== 'number') return null;
+    if (note.task) {
+      note.task.created_at = reviveDate(note.task.created_at)!;
+      note.task.updated_at = reviveDate(note.task.updated_at)!;
+      note.task.running_since = reviveDate(note.task.running_since);
+    }
+    return note;
+  } catch {
+    return null;
+  }
+}
 
 /** Thrown by an unlocked change that turns out to need the transaction: the work runs again under the lock. */
 const NEEDS_LOCK = Symbol('needs the row lock');
@@ -95,8 +135,9 @@ export class TaskChange {
     return true;
   }
 
-  get wroteEvents(): boolean {
-    return this.events.length > 0;
+  /** The events this change wrote. */
+  get writtenEvents(): readonly TaskEventRow[] {
+    return this.events;
   }
 }
 
@@ -156,8 +197,9 @@ async function runUnlessLockNeeded<T>(work: (change: TaskChange) => Promise<T> |
  * change's own work keeps its order (e.g. a question is shown before its timeout is set).
  */
 async function afterWrite(deps: TaskChangeDeps, change: TaskChange, orgEventIds: string[]): Promise<void> {
-  const notify = change.wroteEvents
-    ? deps.notifier.publish(taskChannel(change.row.id), String(change.row.cursor)).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
+  const events = change.writtenEvents;
+  const notify = events.length
+    ? deps.notifier.publish(taskChannel(change.row.id), encodeTaskNote(change.row, [...events])).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
     : undefined;
   const dispatch = orgEventIds.length ? dispatchOrgEvents(deps.queues, orgEventIds) : undefined;
   const ordered = (async () => {

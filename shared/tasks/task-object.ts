@@ -1,4 +1,4 @@
-import type { TaskObjectRow, TaskRow } from './tasks.repository';
+import type { TaskEventRow, TaskObjectRow, TaskRow } from './tasks.repository';
 
 /** The open question or approval of a task (`task.pending`). */
 export type TaskPending =
@@ -40,6 +40,17 @@ export interface Task {
   replay_url: string;
   recording: { frames: number };
 }
+
+/** One entry of a task's event log, as the API shows it. */
+export interface TaskEvent {
+  cursor: number;
+  type: string;
+  message: string;
+  ts: string;
+  data: Record<string, unknown>;
+}
+
+export const toTaskEvent = (row: TaskEventRow): TaskEvent => ({ cursor: row.cursor, type: row.type, message: row.message, ts: row.ts.toISOString(), data: row.data });
 
 export const isDone = (status: TaskRow['status']) => status === 'completed' || status === 'failed' || status === 'stopped';
 

@@ -10,9 +10,11 @@ import { ApiError, conflict, invalidRequest, notFound } from '../errors';
 import { newId } from '../ids';
 import type { Page, PageRequest } from '../pagination';
 import { findSession } from '../sessions/sessions.repository';
-import { taskChannel } from './task-change';
+import { decodeTaskNote, taskChannel, type TaskNote } from './task-change';
 import { stepJobId, type RespondInput, type TaskLoop } from './task-loop';
-import { isDone, toTask, type Task } from './task-object';
+import { isDone, toTask, toTaskEvent, type Task, type TaskEvent } from './task-object';
+
+export type { TaskEvent };
 import {
   findActiveTask,
   findTask,
@@ -21,7 +23,6 @@ import {
   listTasks,
   readTaskAndEventsAfter,
   type TaskObjectRow,
-  type TaskEventRow,
   readFrame,
   type TaskFilter,
   type TaskRow,
@@ -35,19 +36,10 @@ export interface StartTaskInput {
   metadata?: Record<string, string>;
 }
 
-export interface TaskEvent {
-  cursor: number;
-  type: string;
-  message: string;
-  ts: string;
-  data: Record<string, unknown>;
-}
-
 /** Longest long poll. */
 export const MAX_WAIT_MS = 55_000;
 const EVENTS_PER_PAGE = 500;
 
-const toTaskEvent = (row: TaskEventRow): TaskEvent => ({ cursor: row.cursor, type: row.type, message: row.message, ts: row.ts.toISOString(), data: row.data });
 
 export interface TasksDeps {
   db: Knex;
@@ -86,6 +78,21 @@ interface FollowedTask {
 const FOLLOWED_TTL_MS = 1_000;
 const FOLLOWED_MAX = 10_000;
 
+/** A gapless run of a task's newest events, as its notes carried them. */
+interface RecentNotes {
+  /** Every event after this cursor, up to `task.cursor`, is in `events`. */
+  from: number;
+  events: TaskEvent[];
+  task: TaskObjectRow;
+  /** Size of the notes the run came from, to bound memory. */
+  chars: number;
+}
+
+/** Bounds of the recent runs: per task (events, and characters of the notes) and tasks. */
+const RECENT_MAX_EVENTS = 50;
+const RECENT_MAX_CHARS = 64 * 1024;
+const RECENT_MAX_TASKS = 10_000;
+
 /** Starting, reading, following and steering tasks; the loop itself is `TaskLoop`. */
 export class TasksService {
   /** Follow reads not sent yet, by org, task and cursor; see `readFollowState`. */
@@ -93,7 +100,68 @@ export class TasksService {
   /** The last follow read of each followed task; see `nothingNewSinceLastRead`. */
   private readonly followed = new Map<string, FollowedTask>();
 
-  constructor(private readonly deps: TasksDeps) {}
+  /** The newest events of followed tasks, from their notes; see `fromRecentNotes`. */
+  private readonly recent = new Map<string, RecentNotes>();
+  /** The last note decoded: every follower of a task hears the same message. */
+  private lastNote: { message: string; note: TaskNote | null } | null = null;
+
+  constructor(private readonly deps: TasksDeps) {
+    // Notes of followed tasks, heard also between one poll of a follower and its next.
+    deps.notifier.observe(taskChannel(''), (_name, message) => this.decodeNote(message));
+  }
+
+  /**
+   * Decodes a task's note (once per message, however many followers hear it). A note that
+   * carries what its change wrote extends the task's recent events (see `fromRecentNotes`) and
+   * counts as a read of everything up to its cursor, sent the moment it was heard (see
+   * `nothingNewSinceLastRead`).
+   */
+  private decodeNote(message: string): TaskNote | null {
+    if (this.lastNote?.message === message) return this.lastNote.note;
+    const note = decodeTaskNote(message);
+    this.lastNote = { message, note };
+    if (note?.task && note.events && note.from !== undefined) {
+      const taskId = note.task.id;
+      this.rememberRecent(taskId, { from: note.from, events: note.events, task: note.task }, message.length);
+      const known = this.followed.get(taskId);
+      const mark = this.deps.notifier.mark(taskChannel(taskId));
+      if (mark && (!known || known.cursor <= note.cursor)) {
+        this.rememberFollowed(taskId, { orgId: note.task.org_id, cursor: note.cursor, done: isDone(note.task.status), mark, at: performance.now() });
+      }
+    }
+    return note;
+  }
+
+  /** Appends a note's events to the task's recent run when they follow on from it; else starts a new run. */
+  private rememberRecent(taskId: string, note: { from: number; events: TaskEvent[]; task: TaskObjectRow }, chars: number): void {
+    const held = this.recent.get(taskId);
+    if (held && note.from === held.task.cursor && held.chars + chars <= RECENT_MAX_CHARS) {
+      held.events.push(...note.events);
+      held.task = note.task;
+      held.chars += chars;
+      if (held.events.length > RECENT_MAX_EVENTS) {
+        held.events.splice(0, held.events.length - RECENT_MAX_EVENTS);
+        held.from = held.events[0]!.cursor - 1;
+      }
+      return;
+    }
+    // A note older than the run (notes may arrive out of order) changes nothing.
+    if (held && note.task.cursor <= held.task.cursor) return;
+    if (this.recent.size >= RECENT_MAX_TASKS && !held) this.recent.clear();
+    this.recent.set(taskId, { from: note.from, events: [...note.events], task: note.task, chars });
+  }
+
+  /**
+   * The answer to a follower at `after` from the task's recent notes, when they hold every event
+   * after it: a gapless run of committed events and the task as the newest of them left it. It
+   * is the answer a read would have given a moment earlier; null sends the follower to the
+   * database (events before the run, another org's task, or nothing new to tell).
+   */
+  private fromRecentNotes(orgId: string, taskId: string, after: number): FollowState | null {
+    const held = this.recent.get(taskId);
+    if (!held || held.task.org_id !== orgId || after < held.from || after >= held.task.cursor) return null;
+    return { row: held.task, data: held.events.slice(after - held.from) };
+  }
 
   toTask(row: TaskObjectRow): Task {
     return toTask(row, this.deps.baseUrl, this.deps.clock.now());
@@ -249,9 +317,9 @@ export class TasksService {
 
   /**
    * Whether a follower at `after` can go straight to waiting: a read sent while the task's
-   * channel was already subscribed found no event after `after` and the task not done, and the
-   * channel has heard nothing since. Anything committed after that read is published after it,
-   * so it will wake the wait; there is nothing to read before then.
+   * channel was already subscribed (or a note heard on it) found no event after `after` and the
+   * task not done, and the channel has heard nothing since. Anything committed after that read is
+   * published after it, so it will wake the wait; there is nothing to read before then.
    */
   private nothingNewSinceLastRead(orgId: string, taskId: string, after: number): boolean {
     const known = this.followed.get(taskId);
@@ -275,22 +343,23 @@ export class TasksService {
     if (waitMs > MAX_WAIT_MS) throw invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`);
     let state: FollowState | null = null;
     if (waitMs === 0) {
-      state = await this.readFollowState(orgId, taskId, after);
+      state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
     } else {
       // Listen before the first read: an event committed after that read is then always heard.
       let wake: () => void = () => undefined;
       const woken = new Promise<void>((resolve) => (wake = resolve));
-      const unsubscribe = await this.deps.notifier.subscribe(taskChannel(taskId), (cursor) => {
-        if (Number(cursor) > after) wake();
+      const unsubscribe = await this.deps.notifier.subscribe(taskChannel(taskId), (message) => {
+        const note = this.decodeNote(message);
+        if (!note || note.cursor > after) wake();
       });
       try {
         // A follower asking again right after its answer usually finds nothing new yet.
-        if (!this.nothingNewSinceLastRead(orgId, taskId, after)) state = await this.readFollowState(orgId, taskId, after);
+        if (!this.nothingNewSinceLastRead(orgId, taskId, after)) state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
         if (!state || (state.data.length === 0 && !isDone(state.row.status))) {
           const timer = setTimeout(wake, waitMs);
           await woken;
           clearTimeout(timer);
-          state = await this.readFollowState(orgId, taskId, after);
+          state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
         }
       } finally {
         await unsubscribe();

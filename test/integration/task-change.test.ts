@@ -11,11 +11,12 @@ import { readTaskForChange } from '../../shared/tasks/tasks.repository';
 describe('task changes from a row read without the lock', () => {
   let service: TestService;
   let taskId: string;
-  const deps = () => service.running.container;
+  let key: string;
+  const deps = () => ({ ...service.running.container, baseUrl: service.running.container.config.baseUrl });
 
   before(async () => {
     service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1' }, ['web', 'worker-agent']);
-    const { key } = await service.newOrg();
+    ({ key } = await service.newOrg());
     const { code } = await connectDesktop(service, key);
     const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: script('sleep 3600') });
     if (started.status !== 200) throw new Error(JSON.stringify(started.body));
@@ -97,5 +98,98 @@ describe('task changes from a row read without the lock', () => {
     expect(runs).to.deep.equal([true]);
     const events = await eventsOf(taskId);
     expect(events.filter((event) => event.message === 'with a read')).to.have.length(1);
+  });
+
+  describe('what followers hear', () => {
+    /** Follow reads (`readTaskAndEventsAfter`) made while `during` runs. */
+    async function countFollowReads(during: () => Promise<unknown>): Promise<number> {
+      let reads = 0;
+      const onQuery = (query: { sql: string }) => {
+        if (query.sql.includes('from tasks t')) reads++;
+      };
+      deps().db.on('query', onQuery);
+      try {
+        await during();
+      } finally {
+        deps().db.off('query', onQuery);
+      }
+      return reads;
+    }
+
+    async function waitingFollower() {
+      const { cursor } = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=0&wait_ms=0`)).body as { cursor: number };
+      const answer = service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=10000`);
+      // Let the follower read and start waiting.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return { cursor, answer };
+    }
+
+    it('a waiting follower is answered from the change itself, as a read would answer it', async () => {
+      const { cursor, answer } = await waitingFollower();
+      let body: any;
+      const reads = await countFollowReads(async () => {
+        const seen = (await readTaskForChange(deps().db, taskId))!;
+        await changeTask(deps(), taskId, (change) => change.event('note', 'heard', { n: 1 }), seen);
+        body = (await answer).body;
+      });
+      expect(reads).to.equal(0);
+      expect(body.data.map((event: any) => [event.cursor, event.type, event.message, event.data])).to.deep.equal([[cursor + 1, 'note', 'heard', { n: 1 }]]);
+      expect(body.cursor).to.equal(cursor + 1);
+      const read = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=0`)).body;
+      expect(body.data).to.deep.equal(read.data);
+      expect({ ...body.task, active_seconds: 0 }).to.deep.equal({ ...read.task, active_seconds: 0 });
+    });
+
+    it('a follower asking again after an answer from a note waits without reading', async () => {
+      const { cursor, answer } = await waitingFollower();
+      const seen = (await readTaskForChange(deps().db, taskId))!;
+      await changeTask(deps(), taskId, (change) => change.event('note', 'heard again'), seen);
+      expect((await answer).body.cursor).to.equal(cursor + 1);
+      let again: any;
+      const reads = await countFollowReads(async () => {
+        again = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor + 1}&wait_ms=300`)).body;
+      });
+      expect(again.data).to.deep.equal([]);
+      // One read at the end of the wait (nothing came), none before it.
+      expect(reads).to.equal(1);
+    });
+
+    it('a follower that fell behind by a few changes catches up from their notes without reading', async () => {
+      const { cursor, answer } = await waitingFollower();
+      const write = async (message: string) => {
+        const seen = (await readTaskForChange(deps().db, taskId))!;
+        await changeTask(deps(), taskId, (change) => change.event('note', message), seen);
+      };
+      await write('one');
+      expect((await answer).body.cursor).to.equal(cursor + 1);
+      // Two more changes before the follower asks again.
+      await write('two');
+      await write('three');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      let caughtUp: any;
+      const reads = await countFollowReads(async () => {
+        caughtUp = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor + 1}&wait_ms=5000`)).body;
+      });
+      expect(reads).to.equal(0);
+      expect(caughtUp.data.map((event: any) => [event.cursor, event.message])).to.deep.equal([
+        [cursor + 2, 'two'],
+        [cursor + 3, 'three'],
+      ]);
+      expect(caughtUp.task.cursor).to.equal(cursor + 3);
+    });
+
+    it('a change too large for a note only wakes the follower, which reads it', async () => {
+      const { cursor, answer } = await waitingFollower();
+      const long = 'x'.repeat(20_000);
+      let body: any;
+      const reads = await countFollowReads(async () => {
+        await changeTask(deps(), taskId, (change) => change.event('note', 'large', { long }));
+        body = (await answer).body;
+      });
+      expect(reads).to.be.at.least(1);
+      expect(body.data).to.have.length(1);
+      expect(body.data[0]).to.include({ cursor: cursor + 1, message: 'large' });
+      expect(body.data[0].data.long).to.have.length(20_000);
+    });
   });
 });
