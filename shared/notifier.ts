@@ -19,8 +19,9 @@ const DEFAULT_LINGER_MS = 10_000;
 
 /**
  * Cross-process notifications over Redis pub/sub: "task X advanced", "key Y revoked". One
- * subscriber connection per process, shared by every listener. Notifications are a wake-up
- * signal only; the record is always re-read from PostgreSQL.
+ * subscriber connection per process, shared by every listener. A notification may be lost (a
+ * failed PUBLISH, a dropped connection), so it never is the record: a task's note carries a copy
+ * of what a committed change wrote, and PostgreSQL answers whenever the notes heard leave a gap.
  *
  * A channel stays subscribed for a while after its last listener leaves, because a long-poller
  * asks again within milliseconds of its answer: re-subscribing each time would cost two Redis
