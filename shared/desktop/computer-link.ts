@@ -19,7 +19,11 @@ export class ComputerLink {
   private readonly desktop;
 
   constructor(redis: Redis, prefix: string) {
-    this.desktop = new Emitter(redis, { key: socketIoKey(prefix) }).of(DESKTOP_NAMESPACE);
+    // The emitter fires and forgets its PUBLISH; a failed one (Redis down, or closing) must not
+    // become an unhandled rejection, which would end the process. A lost action is caught up
+    // with by the reconcile sweep, which fails a task whose computer never answers.
+    const publisher = { publish: (channel: string, message: string | Buffer) => redis.publish(channel, message).catch(() => 0) };
+    this.desktop = new Emitter(publisher, { key: socketIoKey(prefix) }).of(DESKTOP_NAMESPACE);
   }
 
   /** Sends an event to the session's computer (all its connections). */
