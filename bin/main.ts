@@ -70,14 +70,15 @@ export function buildProgram(): Command {
       if (options.migrate) await migrateLatest(config.databaseUrl);
       const types = options.only?.length ? [...new Set(options.only)] : PROCESS_TYPES;
       const running = await startDeskhand(config, types);
-      if (config.allowPrivateUrls) running.container.logger.warn('DESKHAND_ALLOW_PRIVATE_URLS=1: webhook and tool URLs may be plain http and private addresses');
-      if (types.includes('web')) await printDevelopmentKeyOnce(running.container);
+      // Signals are handled from the moment the process serves, before anything is printed.
       const shutdown = (signal: string) => {
         running.container.logger.info({ signal }, 'shutting down');
         running.stop().then(({ clean }) => process.exit(clean ? 0 : 1));
       };
       process.once('SIGTERM', () => shutdown('SIGTERM'));
       process.once('SIGINT', () => shutdown('SIGINT'));
+      if (config.allowPrivateUrls) running.container.logger.warn('DESKHAND_ALLOW_PRIVATE_URLS=1: webhook and tool URLs may be plain http and private addresses');
+      if (types.includes('web')) await printDevelopmentKeyOnce(running.container);
     });
 
   const orgs = program.command('orgs').description('organisations');

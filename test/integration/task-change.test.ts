@@ -15,7 +15,8 @@ describe('task changes from a row read without the lock', () => {
   const deps = () => ({ ...service.running.container, baseUrl: service.running.container.config.baseUrl });
 
   before(async () => {
-    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1' }, ['web', 'worker-agent']);
+    // Queues of its own: jobs other suites left behind must not reach this worker.
+    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_REDIS_PREFIX: `task-change-${Date.now()}` }, ['web', 'worker-agent']);
     ({ key } = await service.newOrg());
     const { code } = await connectDesktop(service, key);
     const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: script('sleep 3600') });
