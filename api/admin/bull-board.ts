@@ -36,8 +36,10 @@ export function bullBoard(container: Container): Middleware {
   createBullBoard({ queues: container.queues.all().map((queue) => new BullMQAdapter(queue)), serverAdapter: adapter });
   const board = adapter.registerPlugin();
   const adminToken = container.config.adminToken;
-  return async (ctx, next) => {
-    if (ctx.path !== BULL_BOARD_PATH && !ctx.path.startsWith(`${BULL_BOARD_PATH}/`)) return next();
+  const prefix = `${BULL_BOARD_PATH}/`;
+  // Every other path passes straight on.
+  return (ctx, next) => {
+    if (ctx.path !== BULL_BOARD_PATH && !ctx.path.startsWith(prefix)) return next();
     if (!adminToken) {
       throw new ApiError('permission', 'Bull Board is closed: set DESKHAND_ADMIN_TOKEN to open it');
     }

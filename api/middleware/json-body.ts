@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import { koaBody } from 'koa-body';
 import { ApiError, invalidRequest } from '../../shared/errors';
 
@@ -13,11 +13,7 @@ export function jsonBody(options: { limitBytes: number; largeLimitBytes: number;
     normal: koaBody({ json: true, jsonStrict: true, jsonLimit: options.limitBytes, urlencoded: false, text: false, multipart: false }),
     large: koaBody({ json: true, jsonStrict: true, jsonLimit: options.largeLimitBytes, urlencoded: false, text: false, multipart: false }),
   };
-  return async (ctx, next) => {
-    if (ctx.method === 'GET' || ctx.method === 'HEAD' || ctx.method === 'DELETE' || ctx.method === 'OPTIONS') return next();
-    const length = Number(ctx.get('content-length') || 0);
-    const hasBody = length > 0 || Boolean(ctx.get('transfer-encoding'));
-    if (!hasBody) return next();
+  async function parseThenNext(ctx: Context, next: Next): Promise<void> {
     if (!ctx.is('application/json')) throw invalidRequest('Content-Type must be application/json');
     const parser = options.isLargeBodyPath(ctx.path) ? parsers.large : parsers.normal;
     // Parse first, then call the routes outside the try, so that only parsing errors are read as such.
@@ -28,7 +24,14 @@ export function jsonBody(options: { limitBytes: number; largeLimitBytes: number;
       if (status === 413) throw new ApiError('invalid_request', `Request body is too large (limit ${limitText(ctx.path)})`, { status: 413 });
       throw invalidRequest('Request body is not valid JSON');
     }
-    return next();
+    await next();
+  }
+  // Requests without a body (every GET) pass straight on.
+  return (ctx, next) => {
+    if (ctx.method === 'GET' || ctx.method === 'HEAD' || ctx.method === 'DELETE' || ctx.method === 'OPTIONS') return next();
+    const length = Number(ctx.get('content-length') || 0);
+    const hasBody = length > 0 || Boolean(ctx.get('transfer-encoding'));
+    return hasBody ? parseThenNext(ctx, next) : next();
   };
   function limitText(path: string): string {
     const bytes = options.isLargeBodyPath(path) ? options.largeLimitBytes : options.limitBytes;
