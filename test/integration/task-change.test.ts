@@ -3,6 +3,7 @@ import { startTestService, type TestService } from '../support/service';
 import { connectDesktop, follow, script } from '../support/tasks';
 import { changeTask, type TaskChange } from '../../shared/tasks/task-change';
 import { readTaskForChange } from '../../shared/tasks/tasks.repository';
+import type { DesktopClient } from '../../shared/simulator/desktop-client';
 
 /**
  * `changeTask` from a row read without the lock (the loop's busiest paths): written in one
@@ -12,20 +13,26 @@ describe('task changes from a row read without the lock', () => {
   let service: TestService;
   let taskId: string;
   let key: string;
+  let desktop: DesktopClient;
   const deps = () => ({ ...service.running.container, baseUrl: service.running.container.config.baseUrl });
 
   before(async () => {
     // Queues of its own: jobs other suites left behind must not reach this worker.
     service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_REDIS_PREFIX: `task-change-${Date.now()}` }, ['web', 'worker-agent']);
     ({ key } = await service.newOrg());
-    const { code } = await connectDesktop(service, key);
+    const connected = await connectDesktop(service, key);
+    desktop = connected.client;
+    const { code } = connected;
     const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: script('sleep 3600') });
     if (started.status !== 200) throw new Error(JSON.stringify(started.body));
     taskId = started.body.task_id;
     // Asleep for an hour: nothing of the loop's touches the row while the tests change it.
     await follow(service, key, taskId, (_task, events) => events.some((event) => event.type === 'sleep'));
   });
-  after(async () => service.stop());
+  after(async () => {
+    await desktop.close();
+    await service.stop();
+  });
 
   const eventsOf = (id: string) => deps().db('task_events').where({ task_id: id }).orderBy('cursor').select('cursor', 'type', 'message');
 
