@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import { newPairingCode } from '../shared/sessions/pairing-code';
 import { changeTask, decodeTaskNote, type TaskChangeDeps } from '../shared/tasks/task-change';
 import { readTaskForChange } from '../shared/tasks/tasks.repository';
 import type { FollowLoadResult, FollowLoadStart } from './servers/follow-load';
+import { CPU_TICK_MS, forkServer, processCpuMs } from './support/processes';
 
 /**
  * `npm run bench -- follow`: how soon a long poll on GET /v1/tasks/{task_id}/events answers
@@ -50,9 +51,6 @@ const GRACE_MS = 2_000;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function forkChild(file: string, env: Record<string, string>): ChildProcess {
-  return fork(path.join(__dirname, 'servers', file), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, ...env }, stdio: 'inherit' });
-}
 
 /** Resolves with the child's first message that `accept` takes; rejects if the child exits first. */
 function nextMessage<T>(child: ChildProcess, accept: (message: any) => boolean): Promise<T> {
@@ -70,7 +68,7 @@ function nextMessage<T>(child: ChildProcess, accept: (message: any) => boolean):
 }
 
 async function startServer(file: string, env: Record<string, string>): Promise<{ child: ChildProcess; origin: string }> {
-  const child = forkChild(file, env);
+  const child = forkServer(file, env);
   const { port } = await nextMessage<{ port: number }>(child, (message) => typeof message?.port === 'number');
   return { child, origin: `http://127.0.0.1:${port}` };
 }
@@ -259,23 +257,11 @@ interface CpuSnapshot {
   machine: number;
 }
 
-const TICK_MS = 10; // USER_HZ is 100 on Linux
-
-function processCpuMs(pid: number | string): { name: string; ms: number } | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * TICK_MS };
-  } catch {
-    return null;
-  }
-}
-
 function cpuSnapshot(server: ChildProcess, load: ChildProcess): CpuSnapshot | null {
   if (!fs.existsSync('/proc/stat')) return null;
   const [, ...ticks] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
   // user nice system idle iowait irq softirq steal …: busy is everything but idle and iowait.
-  const machine = (ticks.reduce((a, b) => a + b, 0) - ticks[3]! - ticks[4]!) * TICK_MS;
+  const machine = (ticks.reduce((a, b) => a + b, 0) - ticks[3]! - ticks[4]!) * CPU_TICK_MS;
   let postgres = 0;
   let redis = 0;
   for (const pid of fs.readdirSync('/proc')) {
@@ -316,7 +302,7 @@ async function settle(server: ChildProcess): Promise<void> {
 
 /** Starts the followers against `origin`, runs the writer, and measures. */
 async function measure(server: ChildProcess, origin: string, key: string | null, taskIds: string[], writer: Writer): Promise<Figures> {
-  const load = forkChild('follow-load.ts', {});
+  const load = forkServer('follow-load.ts', {});
   try {
     const started = nextMessage(load, (message) => message?.type === 'started');
     const start: FollowLoadStart = { type: 'start', origin, key, taskIds, followersPerTask: FOLLOWERS_PER_TASK, waitMs: WAIT_MS };

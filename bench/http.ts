@@ -1,9 +1,8 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import { loadConfig } from '../shared/config';
 import { migrateLatest } from '../shared/db/knex';
+import { forkServer, processCpuMs } from './support/processes';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ROUND_SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -27,7 +26,7 @@ interface Round {
 }
 
 function startServer(file: string, env: Record<string, string>, urlPath: string): Promise<Server> {
-  const child = fork(path.join(__dirname, 'servers', file), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, ...env }, stdio: 'inherit' });
+  const child = forkServer(file, env);
   return new Promise((resolve, reject) => {
     child.once('message', (message: { port: number; key?: string }) =>
       resolve({ child, url: `http://127.0.0.1:${message.port}${urlPath}`, headers: message.key ? { authorization: `Bearer ${message.key}` } : {} }),
@@ -36,16 +35,10 @@ function startServer(file: string, env: Record<string, string>, urlPath: string)
   });
 }
 
-/** CPU time a process has used so far, in milliseconds (Linux /proc; clock ticks of 10 ms). */
-function cpuMillis(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 async function round(server: Server, seconds: number): Promise<Round> {
-  const before = cpuMillis(server.child.pid!);
+  const before = (processCpuMs(server.child.pid!)?.ms ?? 0);
   const result = await autocannon({ url: server.url, connections: CONNECTIONS, duration: seconds, headers: server.headers });
-  const used = cpuMillis(server.child.pid!) - before;
+  const used = (processCpuMs(server.child.pid!)?.ms ?? 0) - before;
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${server.url}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, cpuMicros: (used * 1000) / result.requests.total };
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { loadConfig } from '../shared/config';
 import { migrateLatest } from '../shared/db/knex';
-import { createRedis } from '../shared/redis';
+import { createRedis, deleteKeysByPrefix } from '../shared/redis';
 import type { SocketProbeReply } from './servers/socket-probe';
 
 /**
@@ -157,12 +157,7 @@ async function countSockets(server: ChildProcess): Promise<number> {
 async function dropRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
   const redis = createRedis(redisUrl);
   try {
-    let cursor = '0';
-    do {
-      const [nextCursor, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = nextCursor;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeysByPrefix(redis, prefix);
   } finally {
     redis.disconnect();
   }

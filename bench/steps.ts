@@ -1,11 +1,10 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { Queue, Worker } from 'bullmq';
 import { loadConfig } from '../shared/config';
 import { createContainer } from '../shared/container';
 import { createKnex, migrateLatest } from '../shared/db/knex';
 import { createRedis } from '../shared/redis';
+import { forkServer, processCpuMs } from './support/processes';
 
 /**
  * `npm run bench -- steps`: the service's own overhead per agent step, with a model and a
@@ -59,18 +58,15 @@ async function baseline(redisUrl: string, prefix: string, chains: number): Promi
 
 function startChild(file: string, env: Record<string, string>): Promise<{ child: ChildProcess; message: Record<string, unknown> }> {
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = fork(path.join(__dirname, 'servers', file), [], { execArgv: ['--import', 'tsx', ...profile], env: { ...process.env, ...env }, stdio: 'inherit' });
+  const child = forkServer(file, env, profile);
   return new Promise((resolve, reject) => {
     child.once('message', (message: Record<string, unknown>) => resolve({ child, message }));
     child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
   });
 }
 
-/** CPU time a process has used so far, in seconds (Linux /proc; clock ticks of 10 ms). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+/** CPU time a process has used so far, in seconds. */
+const cpuSeconds = (pid: number) => (processCpuMs(pid)?.ms ?? 0) / 1000;
 
 export async function run(): Promise<void> {
   const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/deskhand_bench';

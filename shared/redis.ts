@@ -22,3 +22,13 @@ export function createRedis(redisUrl: string, options: { blocking?: boolean; scr
   client.on('error', () => undefined);
   return client;
 }
+
+/** Deletes every key whose name starts with `prefix` (a test world's or a bench run's). */
+export async function deleteKeysByPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+}

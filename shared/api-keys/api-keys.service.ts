@@ -95,8 +95,11 @@ export class ApiKeyService {
 
   /** The org a `Bearer <key>` header acts for when the key was verified recently, else null. */
   known(header: string | undefined): AuthContext | null {
-    if (!header?.startsWith('Bearer ')) return null;
-    const cached = this.cache.get(header.slice(7));
+    return header?.startsWith('Bearer ') ? this.verifiedRecently(header.slice(7)) : null;
+  }
+
+  private verifiedRecently(key: string): AuthContext | null {
+    const cached = this.cache.get(key);
     return cached && cached.expires > Date.now() ? cached.auth : null;
   }
 
@@ -113,8 +116,8 @@ export class ApiKeyService {
       throw unauthenticated('Session tokens only work with the older session-token API; use an org API key for /v1');
     }
     // A key seen in the last half minute skips the checksum, the hash and the query.
-    const cached = this.cache.get(key);
-    if (cached && cached.expires > Date.now()) return cached.auth;
+    const recent = this.verifiedRecently(key);
+    if (recent) return recent;
     if (!isWellFormedApiKey(key, this.deps.env)) throw unauthenticated('Invalid API key');
     const hash = hashSecret(key);
     const row = await findApiKeyByHash(this.deps.db, hash);

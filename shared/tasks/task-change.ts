@@ -28,7 +28,7 @@ export interface TaskNote {
 /** Past this, a note carries the cursor only (followers read the rest). */
 const NOTE_MAX_CHARS = 16 * 1024;
 
-export function encodeTaskNote(row: TaskRow, events: TaskEventRow[]): string {
+export function encodeTaskNote(row: TaskRow, events: readonly TaskEventRow[]): string {
   const task = Object.fromEntries(TASK_OBJECT_COLUMNS.map((column) => [column, row[column]]));
   const full = JSON.stringify({ cursor: row.cursor, from: row.cursor - events.length, events: events.map(toTaskEvent), task });
   return full.length <= NOTE_MAX_CHARS ? full : JSON.stringify({ cursor: row.cursor });
@@ -199,7 +199,7 @@ async function runUnlessLockNeeded<T>(work: (change: TaskChange) => Promise<T> |
 async function afterWrite(deps: TaskChangeDeps, change: TaskChange, orgEventIds: string[]): Promise<void> {
   const events = change.writtenEvents;
   const notify = events.length
-    ? deps.notifier.publish(taskChannel(change.row.id), encodeTaskNote(change.row, [...events])).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
+    ? deps.notifier.publish(taskChannel(change.row.id), encodeTaskNote(change.row, events)).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
     : undefined;
   const dispatch = orgEventIds.length ? dispatchOrgEvents(deps.queues, orgEventIds) : undefined;
   const ordered = (async () => {

@@ -576,11 +576,12 @@ export class TaskLoop {
   async receiveResult(sessionCode: string, message: ResultMessage): Promise<{ ok: boolean }> {
     const result = message.result;
     const screenshot = Buffer.isBuffer(result.screenshot) ? result.screenshot : Buffer.from(result.screenshot as unknown as Uint8Array);
+    const awaited = (row: TaskRow) => row.session_id === sessionCode && row.awaiting_act_id === message.act_id && !isDone(row.status);
     const seen = await readTaskForChange(this.deps.db, message.task_id);
-    if (!seen || seen.session_id !== sessionCode || seen.awaiting_act_id !== message.act_id || isDone(seen.status)) return { ok: false };
+    if (!seen || !awaited(seen)) return { ok: false };
     const { value } = await this.change(message.task_id, async (change) => {
       const row = change.row;
-      if (row.session_id !== sessionCode || row.awaiting_act_id !== message.act_id || isDone(row.status)) return false;
+      if (!awaited(row)) return false;
       const seq = row.frames + 1;
       change.frame({ task_id: row.id, seq, width: result.observation.width, height: result.observation.height, png: screenshot, created_at: change.now });
       const guard = row.guard_state as GuardState;

@@ -1,50 +1,14 @@
 import { expect } from 'chai';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { SCOPE_JUDGE_INSTRUCTIONS } from '../../shared/models/scope-judge';
 import { startTestService, type TestService } from '../support/service';
 import { connectDesktop, follow } from '../support/tasks';
+import { startStub, type Stub } from '../support/vendor-stub';
 
 /**
  * The scope check with vendor models: the service runs with vendor keys pointing at local
  * stand-ins of the three vendors' HTTP APIs, and the judge is the task's own model.
  */
-
-interface Stub {
-  url: string;
-  requests: Array<{ path: string; headers: Record<string, unknown>; body: any }>;
-  reply(...replies: Array<{ status?: number; body: unknown }>): void;
-  close(): Promise<void>;
-}
-
-async function startStub(): Promise<Stub> {
-  const requests: Stub['requests'] = [];
-  const queue: Array<{ status?: number; body: unknown }> = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      requests.push({ path: req.url ?? '', headers: req.headers, body: raw ? JSON.parse(raw) : null });
-      const next = queue.shift() ?? { status: 500, body: { error: { message: 'no canned reply left' } } };
-      res.writeHead(next.status ?? 200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(next.body));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    reply: (...replies) => queue.push(...replies),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 const SCOPE = 'Shopping for clothes on shop.example.com';
 const anthropicAnswer = (text: string) => ({ body: { id: 'msg_1', type: 'message', role: 'assistant', content: [{ type: 'text', text }], stop_reason: 'end_turn', usage: { input_tokens: 10, output_tokens: 5 } } });

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { ManualClock } from '../../shared/clock';
 import { generateSessionToken } from '../../shared/api-keys/key-format';
-import { DesktopClient, type DesktopClientOptions } from '../../shared/simulator/desktop-client';
+import type { DesktopClient, DesktopClientOptions } from '../../shared/simulator/desktop-client';
 import { SessionTokenAuth } from '../../shared/sessions/session-token-auth';
 import { startTestService, waitFor, type ApiResponse, type TestService } from '../support/service';
-import { script } from '../support/tasks';
+import { connectDesktop, script } from '../support/tasks';
 
 /** The older session-token API end to end: the reference desktop client and the scripted model. */
 describe('older session-token API (reference desktop client, scripted model)', function () {
@@ -16,24 +16,9 @@ describe('older session-token API (reference desktop client, scripted model)', f
 
   /** A session with its one-time token, and the reference desktop client connected to it. */
   async function desktop(options: Partial<DesktopClientOptions> = {}): Promise<{ code: string; token: string; client: DesktopClient }> {
-    const created = await service.api(key, 'POST', '/v1/sessions', {});
-    expect(created.status, JSON.stringify(created.body)).to.equal(200);
-    const client = new DesktopClient({
-      baseUrl: service.baseUrl,
-      code: created.body.code,
-      os: 'mac',
-      appVersion: '1.0.20',
-      name: 'Test Mac',
-      width: 1440,
-      height: 900,
-      accessibility: true,
-      delayMs: 0,
-      out: () => undefined,
-      ...options,
-    });
+    const { code, token, client } = await connectDesktop(service, key, options);
     clients.push(client);
-    await client.start();
-    return { code: created.body.code, token: created.body.token, client };
+    return { code, token, client };
   }
 
   const post = (bearer: string | null, path: string, body?: unknown) => service.api(bearer, 'POST', path, body);

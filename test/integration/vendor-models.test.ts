@@ -4,8 +4,6 @@
  * the vendor's documented wire format.
  */
 import { expect } from 'chai';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createCanvas, loadImage } from '@napi-rs/canvas';
 import type { Observation } from '../../shared/desktop/protocol';
 import { AnthropicBackend } from '../../shared/models/anthropic';
@@ -13,57 +11,7 @@ import { createModelRegistry } from '../../shared/models/catalog';
 import { GeminiBackend } from '../../shared/models/gemini';
 import { ModelError, type ModelTurnInput } from '../../shared/models/model.types';
 import { OpenAIBackend } from '../../shared/models/openai';
-
-interface Recorded {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: any;
-}
-
-interface Reply {
-  status?: number;
-  headers?: Record<string, string>;
-  body: unknown;
-  /** Never answer (for timeouts). */
-  hang?: boolean;
-}
-
-interface Stub {
-  url: string;
-  requests: Recorded[];
-  reply(...replies: Reply[]): void;
-  close(): Promise<void>;
-}
-
-async function startStub(): Promise<Stub> {
-  const requests: Recorded[] = [];
-  const queue: Reply[] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: raw ? JSON.parse(raw) : null });
-      const next = queue.shift() ?? { status: 500, body: { error: { message: 'no canned reply left' } } };
-      if (next.hang) return;
-      res.writeHead(next.status ?? 200, { 'content-type': 'application/json', ...next.headers });
-      res.end(JSON.stringify(next.body));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    reply: (...replies) => queue.push(...replies),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+import { startStub, type Stub } from '../support/vendor-stub';
 
 /** A real PNG of the screen size, so that scaling and encoding are exercised for real. */
 function screenPng(width = 1440, height = 900): Buffer {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../shared/config';
 import { migrateLatest } from '../../shared/db/knex';
-import { createRedis } from '../../shared/redis';
+import { createRedis, deleteKeysByPrefix } from '../../shared/redis';
 
 /**
  * One isolated world per test run: a fresh PostgreSQL database and a Redis key prefix of its
@@ -65,12 +65,7 @@ export async function tearDownTestWorld(): Promise<void> {
   }
   const redis = createRedis(redisUrl);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${redisPrefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeysByPrefix(redis, redisPrefix);
   } finally {
     redis.disconnect();
   }

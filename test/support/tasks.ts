@@ -1,13 +1,13 @@
 import { DesktopClient, type DesktopClientOptions } from '../../shared/simulator/desktop-client';
 import type { TestService } from './service';
 
-/** Starts the reference desktop client on a new session; returns both. */
+/** Starts the reference desktop client on a new session; returns both, with the session's one-time token. */
 export async function connectDesktop(
   service: TestService,
   key: string,
   options: Partial<DesktopClientOptions> = {},
   session: Record<string, unknown> = {},
-): Promise<{ code: string; client: DesktopClient; lines: object[] }> {
+): Promise<{ code: string; token: string; client: DesktopClient; lines: object[] }> {
   const created = await service.api(key, 'POST', '/v1/sessions', session);
   if (created.status !== 200) throw new Error(`could not create a session: ${JSON.stringify(created.body)}`);
   const lines: object[] = [];
@@ -25,7 +25,7 @@ export async function connectDesktop(
     ...options,
   });
   await client.start();
-  return { code: created.body.code, client, lines };
+  return { code: created.body.code, token: created.body.token, client, lines };
 }
 
 /** Follows a task through the long-poll endpoint until `until(task)` holds or it ends. */

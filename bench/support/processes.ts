@@ -1,0 +1,22 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Runs `bench/servers/FILE` (TypeScript, through tsx) in a child process with `env` added. */
+export function forkServer(file: string, env: Record<string, string>, execArgv: string[] = []): ChildProcess {
+  return fork(path.join(__dirname, '..', 'servers', file), [], { execArgv: ['--import', 'tsx', ...execArgv], env: { ...process.env, ...env }, stdio: 'inherit' });
+}
+
+/** Milliseconds of a /proc clock tick (USER_HZ is 100 on Linux). */
+export const CPU_TICK_MS = 10;
+
+/** A process's name and the CPU time (user + system) it has used so far, from Linux /proc; null when gone. */
+export function processCpuMs(pid: number | string): { name: string; ms: number } | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * CPU_TICK_MS };
+  } catch {
+    return null;
+  }
+}
