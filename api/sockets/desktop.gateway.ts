@@ -4,7 +4,7 @@ import { createAdapter } from '@socket.io/redis-adapter';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import type { Container } from '../../shared/container';
-import { DESKTOP_NAMESPACE, sessionRoom, socketIoKey } from '../../shared/desktop/computer-link';
+import { DESKTOP_NAMESPACE, RELAY_EVENT, sessionRoom, socketIoKey } from '../../shared/desktop/computer-link';
 import { DesktopEvents, type HelloReply } from '../../shared/desktop/protocol';
 import { ConnectRefused } from '../../shared/sessions/sessions.service';
 import { ApiError } from '../../shared/errors';
@@ -47,6 +47,17 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
   const desktop = io.of(DESKTOP_NAMESPACE);
   // Offline marks still being written; shutdown waits for them before the database closes.
   const pendingWrites = new Set<Promise<unknown>>();
+
+  // A message relayed with context: the process holding the computer's connection keeps the
+  // context with the socket (the inboxes get it with the reply) and passes the message on.
+  desktop.on(RELAY_EVENT, (code: string, event: string, payload: unknown, context: unknown) => {
+    for (const id of desktop.adapter.rooms.get(sessionRoom(code)) ?? []) {
+      const socket = desktop.sockets.get(id);
+      if (!socket) continue;
+      (socket.data as DesktopSocketData).context = context;
+      socket.emit(event, payload);
+    }
+  });
 
   desktop.on('connection', (socket: Socket) => {
     const helloTimer = setTimeout(() => {

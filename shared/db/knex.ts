@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
@@ -10,6 +11,17 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value))
 /** A Knex instance for `databaseUrl`, with a pool sized for one process. */
 export function createKnex(databaseUrl: string, pool = { min: 0, max: 10 }): Knex {
   return knex({ client: 'pg', connection: databaseUrl, pool, asyncStackTraces: false });
+}
+
+/**
+ * A raw statement run as a named prepared statement: PostgreSQL parses and plans it once per
+ * connection instead of on every call (on the agent loop's writes, planning cost more than the
+ * write). The name is derived from the SQL text, so each shape of statement has its own. Only
+ * for statements that name their result columns: a prepared `select *` fails once a migration
+ * adds a column under a running process.
+ */
+export function preparedRaw(db: Knex | Knex.Transaction, sql: string, bindings: readonly Knex.RawBinding[]): Knex.Raw {
+  return db.raw(sql, bindings as Knex.RawBinding[]).options({ name: `dh_${createHash('sha1').update(sql).digest('base64url')}` });
 }
 
 const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'migrations');

@@ -7,6 +7,9 @@ export const DESKTOP_NAMESPACE = '/desktop';
 /** The socket.io room of a session: every connection of its computer joins it. */
 export const sessionRoom = (code: string) => `session:${code}`;
 
+/** Between processes: a message for a computer with service-side context (see `ComputerLink.send`). */
+export const RELAY_EVENT = 'deskhand:relay';
+
 /** The Redis key prefix of socket.io's adapter and emitter; both must agree. */
 export const socketIoKey = (prefix: string) => `${prefix}:socket.io`;
 
@@ -26,9 +29,14 @@ export class ComputerLink {
     this.desktop = new Emitter(publisher, { key: socketIoKey(prefix) }).of(DESKTOP_NAMESPACE);
   }
 
-  /** Sends an event to the session's computer (all its connections). */
-  send(code: string, event: string, payload: unknown): void {
-    this.desktop.to(sessionRoom(code)).emit(event, payload);
+  /**
+   * Sends an event to the session's computer (all its connections). A `context` stays on the
+   * service's side: the web process holding the connection keeps it with the socket for handling
+   * the app's reply (the task as the action left it), and the app gets `payload` alone.
+   */
+  send(code: string, event: string, payload: unknown, context?: unknown): void {
+    if (context === undefined) this.desktop.to(sessionRoom(code)).emit(event, payload);
+    else this.desktop.serverSideEmit(RELAY_EVENT, code, event, payload, context);
   }
 
   show(code: string, message: ShowMessage): void {

@@ -3,6 +3,8 @@ export interface DesktopSocketData {
   code: string;
   orgId: string;
   epoch: number;
+  /** What the service attached to the latest message relayed to this computer (`ComputerLink.send`). */
+  context?: unknown;
 }
 
 /**

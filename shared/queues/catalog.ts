@@ -40,7 +40,15 @@ export const JOBS = Object.freeze({
     'approval-timeout': Type.Object({ task_id: Id, approval_id: Id }, { additionalProperties: false }),
   },
   [QUEUE_NAMES.taskSteps]: {
-    step: Type.Object({ task_id: Id, step: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+    step: Type.Object(
+      {
+        task_id: Id,
+        step: Type.Integer({ minimum: 0 }),
+        /** The task row as the change that scheduled this step wrote it, with its version (a hint: see `rowHint`). */
+        seen: Type.Optional(Type.Object({ id: Id, row_version: Type.String() }, { additionalProperties: true })),
+      },
+      { additionalProperties: false },
+    ),
   },
   [QUEUE_NAMES.guardrails]: {
     /** Before a task with `guardrails.scope` begins: the judge decides whether the prompt fits the scope. */

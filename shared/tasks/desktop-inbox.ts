@@ -42,7 +42,7 @@ export function taskDesktopInbox(loop: TaskLoop, logger: Logger): DesktopInbox {
       if (event === DesktopEvents.result) {
         if (!validateResult(payload)) throw new Error(`malformed result: ${ajv.errorsText(validateResult.errors)}`);
         if (!isPng(payload.result.screenshot)) throw new Error('malformed result: screenshot must be PNG bytes');
-        return loop.receiveResult(session.code, payload as unknown as ResultMessage);
+        return loop.receiveResult(session.code, payload as unknown as ResultMessage, session.context);
       }
       if (!validatePerson(payload)) throw new Error(`malformed person message: ${ajv.errorsText(validatePerson.errors)}`);
       const owned = await loop.ownsTask(session.code, payload.task_id);

@@ -114,6 +114,8 @@ export class TaskChange {
 
   /** Writes everything in the transaction; returns the ids of the org events written. */
   async flush(): Promise<string[]> {
+    // Work that decided to change nothing (a late result, a stale step) writes nothing.
+    if (Object.keys(this.changes).length === 0 && this.events.length === 0 && !this.newFrame && this.orgEvents.length === 0) return [];
     this.set({ updated_at: this.now });
     this.row = await updateTaskWithEvents(this.trx, this.row.id, this.changes, this.events, this.newFrame);
     const ids: string[] = [];

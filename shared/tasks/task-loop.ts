@@ -23,6 +23,9 @@ import {
   findQuietActiveTasks,
   findTaskById,
   readTaskForChange,
+  isRowHint,
+  rowFromHint,
+  rowHint,
   insertItem,
   readFrame,
   type TaskItemRow,
@@ -169,7 +172,11 @@ export class TaskLoop {
     const id = stepJobId(change.row.id, n);
     change.set({ current_job_id: id, phase, phase_since: change.now, awaiting_act_id: null });
     const taskId = change.row.id;
-    change.after(() => this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: n }, { jobId: id, delay: delayMs, ...STEP_RETRIES }));
+    // The job carries the row as this change leaves it (read when the job runs: after the write).
+    change.after(() => {
+      const seen = rowHint(change.row);
+      return this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: n, ...(seen ? { seen } : {}) }, { jobId: id, delay: delayMs, ...STEP_RETRIES });
+    });
   }
 
   /** The first step of a new task (called by the service after the task row commits). */
@@ -181,10 +188,12 @@ export class TaskLoop {
 
   /**
    * Runs step job `n` of a task. `lastAttempt` tells whether a retryable model failure should
-   * end the task now instead of being retried by the queue.
+   * end the task now instead of being retried by the queue. `seen` is the row as the change
+   * that scheduled the step left it: when it says this step is next, the row is not read again
+   * (if it changed since, the step's write finds that out and runs again on the locked row).
    */
-  async step(taskId: string, n: number, lastAttempt = true): Promise<string> {
-    const row = await readTaskForChange(this.deps.db, taskId);
+  async step(taskId: string, n: number, lastAttempt = true, seen?: TaskRow): Promise<string> {
+    const row = seen?.id === taskId && seen.current_job_id === stepJobId(taskId, n) ? seen : await readTaskForChange(this.deps.db, taskId);
     if (!row || isDone(row.status) || row.current_job_id !== stepJobId(taskId, n)) return 'stale';
     if (row.status !== 'queued' && row.phase !== 'model' && row.phase !== 'sleep') return 'stale';
     if (row.status === 'queued') {
@@ -569,15 +578,21 @@ export class TaskLoop {
     const message: ActMessage = { task_id: row.id, act_id: actId, action };
     // An action the computer never answers is found by the reconcile sweep (phase 'computer'
     // for longer than the act timeout), which costs nothing per action.
-    change.after(() => this.deps.link.send(row.session_id, DesktopEvents.act, message));
+    // The task as this change leaves it goes along (kept by the web process holding the
+    // connection, never sent to the app), so that the result is stored without reading it first.
+    change.after(() => this.deps.link.send(row.session_id, DesktopEvents.act, message, rowHint(change.row) ?? undefined));
   }
 
-  /** The computer's answer to an action (the web process holding its connection calls this). */
-  async receiveResult(sessionCode: string, message: ResultMessage): Promise<{ ok: boolean }> {
+  /**
+   * The computer's answer to an action (the web process holding its connection calls this).
+   * `context` is what was relayed with the action: the task as that change wrote it.
+   */
+  async receiveResult(sessionCode: string, message: ResultMessage, context?: unknown): Promise<{ ok: boolean }> {
     const result = message.result;
     const screenshot = Buffer.isBuffer(result.screenshot) ? result.screenshot : Buffer.from(result.screenshot as unknown as Uint8Array);
     const awaited = (row: TaskRow) => row.session_id === sessionCode && row.awaiting_act_id === message.act_id && !isDone(row.status);
-    const seen = await readTaskForChange(this.deps.db, message.task_id);
+    const hinted = isRowHint(context) ? rowFromHint(context) : undefined;
+    const seen = hinted?.id === message.task_id && awaited(hinted) ? hinted : await readTaskForChange(this.deps.db, message.task_id);
     if (!seen || !awaited(seen)) return { ok: false };
     const { value } = await this.change(message.task_id, async (change) => {
       const row = change.row;

@@ -1,4 +1,4 @@
-import type { Knex } from '../db/knex';
+import { preparedRaw, type Knex } from '../db/knex';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import type { DesktopAction, Observation } from '../desktop/protocol';
 import type { AgentConfig } from '../agents/agent-config';
@@ -87,9 +87,33 @@ export async function lockTask(trx: Knex.Transaction, id: string): Promise<TaskR
   return trx<TaskRow>('tasks').where({ id }).first().forUpdate();
 }
 
-export async function updateTask(db: Db, id: string, changes: Partial<TaskRow>): Promise<TaskRow> {
-  const [row] = await db('tasks').where({ id }).update(toDbValues(changes)).returning('*');
-  return row as TaskRow;
+const DATE_COLUMNS = ['phase_since', 'running_since', 'created_at', 'updated_at', 'started_at', 'ended_at'] as const;
+/** Past this, a task row is not carried along with a job or a message (the receiver reads it). */
+const ROW_HINT_MAX_CHARS = 32 * 1024;
+
+/**
+ * A task row as written, with its version, to travel with the work it schedules (the next step
+ * job, an action to the computer) so that its receiver can start an unlocked change without
+ * reading the row first. Only a hint: the change is written only if the row is still at that
+ * version, else it runs again on the locked row. Null when the row is too large to carry.
+ */
+export function rowHint(row: TaskRow): (TaskRow & { row_version: string }) | null {
+  if (!row.row_version) return null;
+  return JSON.stringify(row).length <= ROW_HINT_MAX_CHARS ? (row as TaskRow & { row_version: string }) : null;
+}
+
+export function isRowHint(value: unknown): value is Record<string, unknown> & { id: string; row_version: string } {
+  return typeof value === 'object' && value !== null && typeof (value as TaskRow).id === 'string' && typeof (value as TaskRow).row_version === 'string';
+}
+
+/** The row back from a hint that went through JSON (dates were strings). */
+export function rowFromHint(hint: Record<string, unknown>): TaskRow {
+  const row = { ...hint } as TaskRow;
+  for (const column of DATE_COLUMNS) {
+    const value = hint[column];
+    (row as Record<string, unknown>)[column] = typeof value === 'string' ? new Date(value) : null;
+  }
+  return row;
 }
 
 export async function findTaskByRequestId(db: Db, orgId: string, requestId: string): Promise<TaskRow | undefined> {
@@ -161,12 +185,14 @@ const eventsJson = (events: TaskEventRow[]) => JSON.stringify(events.map((event)
  * events and the frame go in through data-modifying CTEs beside the UPDATE. Returns the updated row.
  */
 export async function updateTaskWithEvents(trx: Knex.Transaction, id: string, changes: Partial<TaskRow>, events: TaskEventRow[], frame: TaskFrameRow | null = null): Promise<TaskRow> {
-  if (events.length === 0 && !frame) return updateTask(trx, id, changes);
-  const update = trx('tasks').where({ id }).update(toDbValues(changes)).returning('*').toSQL();
+  // The new row comes back with its version (this transaction's id, valid once it commits).
+  const update = trx('tasks').where({ id }).update(toDbValues(changes)).toSQL();
+  const returning = 'returning *, xmin::text as row_version';
+  if (events.length === 0 && !frame) return (await trx.raw(`${update.sql} ${returning}`, update.bindings)).rows[0] as TaskRow;
   const result = await trx.raw(
     `with inserted as (insert into task_events (task_id, cursor, type, message, data, ts) ${EVENTS_FROM_JSON}),
           framed as (insert into task_frames (task_id, seq, width, height, png, created_at) select ?, ?, ?, ?, ?, ? where ?)
-     ${update.sql}`,
+     ${update.sql} ${returning}`,
     [eventsJson(events), ...frameBindings(frame), ...update.bindings],
   );
   return result.rows[0] as TaskRow;
@@ -184,7 +210,8 @@ function frameBindings(frame: TaskFrameRow | null): Knex.RawBinding[] {
  */
 export async function updateTaskIfUnchanged(db: Knex, id: string, version: string, changes: Partial<TaskRow>, events: TaskEventRow[], frame: TaskFrameRow | null): Promise<string | undefined> {
   const update = db('tasks').where({ id }).whereRaw('xmin = ?::xid', [version]).update(toDbValues(changes)).toSQL();
-  const result = await db.raw(
+  const result = await preparedRaw(
+    db,
     `with updated as (${update.sql} returning xmin::text as row_version),
           inserted as (insert into task_events (task_id, cursor, type, message, data, ts) ${EVENTS_FROM_JSON} where exists (select from updated)),
           framed as (insert into task_frames (task_id, seq, width, height, png, created_at) select ?, ?, ?, ?, ?, ? where ? and exists (select from updated))

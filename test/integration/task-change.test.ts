@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestService, type TestService } from '../support/service';
 import { connectDesktop, follow, script } from '../support/tasks';
 import { changeTask, type TaskChange } from '../../shared/tasks/task-change';
-import { readTaskForChange } from '../../shared/tasks/tasks.repository';
+import { readTaskForChange, rowFromHint, rowHint, type TaskRow } from '../../shared/tasks/tasks.repository';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 
 /**
@@ -198,6 +198,84 @@ describe('task changes from a row read without the lock', () => {
       expect(body.data).to.have.length(1);
       expect(body.data[0]).to.include({ cursor: cursor + 1, message: 'large' });
       expect(body.data[0].data.long).to.have.length(20_000);
+    });
+  });
+
+  describe('the row carried with the work a change schedules', () => {
+    /** What a hint becomes on the way to another process: JSON. */
+    const carried = (row: TaskRow) => rowFromHint(JSON.parse(JSON.stringify(rowHint(row))));
+    const taskReads = (sql: string) => /xmin::text as row_version from "tasks"/.test(sql);
+
+    it('is, after JSON, the row a read returns, version included (locked and unlocked changes)', async () => {
+      const locked = await changeTask(deps(), taskId, (change) => change.event('note', 'locked'));
+      expect(carried(locked.row)).to.deep.equal(await readTaskForChange(deps().db, taskId));
+      const unlocked = await changeTask(deps(), taskId, (change) => change.event('note', 'unlocked'), locked.row);
+      expect(carried(unlocked.row)).to.deep.equal(await readTaskForChange(deps().db, taskId));
+    });
+
+    it('lets a running task take every step after the first and store every result without reading its row', async () => {
+      // An agent that clicks where nothing can be seen without asking.
+      await service.api(key, 'POST', '/v1/agents', { agent_id: 'clicker', guardrails: { confirm: [] } });
+      const other = await connectDesktop(service, key, {}, { agent_id: 'clicker' });
+      try {
+        const sqls: string[] = [];
+        const onQuery = (query: { sql: string }) => sqls.push(query.sql);
+        deps().db.on('query', onQuery);
+        let done: { task: any; events: any[] };
+        try {
+          const started = await service.api(key, 'POST', `/v1/sessions/${other.code}/tasks`, { prompt: script('click_at 5 5', 'click_at 6 6', 'click_at 7 7', 'done "clicked"') });
+          done = await follow(service, key, started.body.task_id);
+        } finally {
+          deps().db.off('query', onQuery);
+        }
+        expect(done.task, JSON.stringify(done.task)).to.include({ status: 'completed' });
+        expect(done.events.filter((event) => event.type === 'action_result')).to.have.length(4);
+        // One read: the first step, queued by the API when it created the task, carries no row.
+        expect(sqls.filter(taskReads)).to.have.length(1);
+      } finally {
+        await other.client.close();
+      }
+    });
+
+    describe('out of date', () => {
+      let other: Awaited<ReturnType<typeof connectDesktop>>;
+      let sleeperId: string;
+      before(async () => {
+        other = await connectDesktop(service, key);
+        const started = await service.api(key, 'POST', `/v1/sessions/${other.code}/tasks`, { prompt: script('sleep 3600') });
+        sleeperId = started.body.task_id;
+        await follow(service, key, sleeperId, (_task, events) => events.some((event) => event.type === 'sleep'));
+      });
+      after(() => other.client.close());
+
+      it('a result relayed with an older row that awaited it is checked against the stored row', async () => {
+        // The row as an earlier change left it, waiting for an action's result…
+        const earlier = (await readTaskForChange(deps().db, sleeperId))!;
+        const context = JSON.parse(JSON.stringify({ ...earlier, phase: 'computer', awaiting_act_id: 'act_not_sent' }));
+        // …and changed since.
+        await changeTask(deps(), sleeperId, (change) => change.event('note', 'moved on'));
+        const before = (await readTaskForChange(deps().db, sleeperId))!;
+        const answer = await service.running.container.loop.receiveResult(other.code, {
+          task_id: sleeperId,
+          act_id: 'act_not_sent',
+          result: { ok: true, observation: before.observation!, screenshot: Buffer.from('png') },
+        }, context);
+        expect(answer).to.deep.equal({ ok: false });
+        const after = (await readTaskForChange(deps().db, sleeperId))!;
+        expect([after.cursor, after.frames, after.row_version]).to.deep.equal([before.cursor, before.frames, before.row_version]);
+      });
+
+      it('a step given a row from before the task was stopped does nothing', async () => {
+        const seen = (await readTaskForChange(deps().db, sleeperId))!;
+        const step = Number(seen.current_job_id!.split('-').pop());
+        expect((await service.api(key, 'POST', `/v1/tasks/${sleeperId}/stop`, {})).status).to.equal(200);
+        const stopped = (await readTaskForChange(deps().db, sleeperId))!;
+        // The hint still says this step is next: the model turn runs, and its write finds the task ended.
+        await service.running.container.loop.step(sleeperId, step, true, carried(seen));
+        const after = (await readTaskForChange(deps().db, sleeperId))!;
+        expect(after.status).to.equal('stopped');
+        expect([after.cursor, after.steps, after.row_version]).to.deep.equal([stopped.cursor, stopped.steps, stopped.row_version]);
+      });
     });
   });
 });

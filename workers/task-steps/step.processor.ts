@@ -1,4 +1,6 @@
 import type { JobHelpers } from '../runtime';
+import type { JobPayload } from '../../shared/queues/catalog';
+import { rowFromHint } from '../../shared/tasks/tasks.repository';
 
 /**
  * One step of a task: begin it, send its next action, or take a model turn (see TaskLoop). A
@@ -6,7 +8,7 @@ import type { JobHelpers } from '../runtime';
  * the task fails instead.
  */
 export async function stepProcessor(payload: unknown, { job, container }: JobHelpers): Promise<string> {
-  const { task_id, step } = payload as { task_id: string; step: number };
+  const { task_id, step, seen } = payload as JobPayload<'task-steps', 'step'>;
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-  return container.loop.step(task_id, step, lastAttempt);
+  return container.loop.step(task_id, step, lastAttempt, seen ? rowFromHint(seen) : undefined);
 }
