@@ -45,8 +45,14 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
     adapter: createAdapter(container.redis, subscriber, { key: socketIoKey(container.config.redisPrefix) }),
   });
   const desktop = io.of(DESKTOP_NAMESPACE);
-  // Offline marks still being written; shutdown waits for them before the database closes.
-  const pendingWrites = new Set<Promise<unknown>>();
+  // Offline marks and the apps' messages still being handled; shutdown waits for them before
+  // the database closes.
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    const tracked = work.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    return tracked;
+  };
 
   // A message relayed with context: the process holding the computer's connection keeps the
   // context with the socket (the inboxes get it with the reply) and passes the message on.
@@ -101,7 +107,7 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
           const data = socket.data as DesktopSocketData | undefined;
           if (!data?.code) return;
           try {
-            const answer = await inbox.receive(data, event, payload);
+            const answer = await track(inbox.receive(data, event, payload));
             if (typeof ack === 'function') ack(answer ?? { ok: true });
           } catch (error) {
             log.warn({ err: error, event, code: data.code }, 'desktop message refused');
@@ -117,21 +123,20 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
       clearTimeout(helloTimer);
       const data = socket.data as DesktopSocketData | undefined;
       if (!data?.code) return;
-      const write = container.sessions
-        .markOffline(data.code, data.epoch)
-        .catch((error) => log.error({ err: error, code: data.code }, 'could not mark offline'))
-        .finally(() => pendingWrites.delete(write));
-      pendingWrites.add(write);
+      void track(container.sessions.markOffline(data.code, data.epoch).catch((error) => log.error({ err: error, code: data.code }, 'could not mark offline')));
     });
   });
 
   return {
     io,
-    /** Closes every connection (each computer goes offline) and waits for those writes. */
+    /** Closes every connection (each computer goes offline) and waits for what is being handled and written. */
     async close(): Promise<void> {
       desktop.disconnectSockets(true);
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      await Promise.all([...pendingWrites]);
+      // Disconnects are heard a moment later, and each starts a write: wait until none is left.
+      do {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        await Promise.allSettled([...inFlight]);
+      } while (inFlight.size > 0);
       subscriber.disconnect();
     },
   };

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
@@ -13,15 +12,27 @@ export function createKnex(databaseUrl: string, pool = { min: 0, max: 10 }): Kne
   return knex({ client: 'pg', connection: databaseUrl, pool, asyncStackTraces: false });
 }
 
+/** A statement prepared once per connection: one name, one text (placeholders $1, $2…), for good. */
+export interface PreparedStatement {
+  name: string;
+  text: string;
+}
+
 /**
- * A raw statement run as a named prepared statement: PostgreSQL parses and plans it once per
- * connection instead of on every call (on the agent loop's writes, planning cost more than the
- * write). The name is derived from the SQL text, so each shape of statement has its own. Only
- * for statements that name their result columns: a prepared `select *` fails once a migration
- * adds a column under a running process.
+ * Runs a prepared statement on a connection from `db`'s pool, straight through pg: PostgreSQL
+ * parses and plans it once per connection (on the agent loop's writes, planning cost more than
+ * the write), and Knex's query building and runner (about 0.1 ms each here) are skipped. For the
+ * agent loop's per-step writes only: outside any transaction, and unseen by Knex's query events.
+ * The statement must name its result columns (a prepared `select *` fails once a migration adds
+ * a column under a running process).
  */
-export function preparedRaw(db: Knex | Knex.Transaction, sql: string, bindings: readonly Knex.RawBinding[]): Knex.Raw {
-  return db.raw(sql, bindings as Knex.RawBinding[]).options({ name: `dh_${createHash('sha1').update(sql).digest('base64url')}` });
+export async function runPrepared<R>(db: Knex, statement: PreparedStatement, values: unknown[]): Promise<R[]> {
+  const connection = (await db.client.acquireConnection()) as pg.Client;
+  try {
+    return (await connection.query<R & pg.QueryResultRow>({ name: statement.name, text: statement.text, values })).rows;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
 }
 
 const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'migrations');

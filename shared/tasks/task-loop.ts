@@ -103,6 +103,8 @@ export interface RespondInput {
 
 /** A model turn that failed for a passing reason (429, 5xx, network) is tried three times in all. */
 const STEP_RETRIES = { attempts: 3, backoff: { type: 'exponential', delay: 1000 } } as const;
+/** A step job carries its task's row (up to 32 KB): fewer of them stay in Redis once done than the queues' default. */
+const STEP_JOB = { ...STEP_RETRIES, removeOnComplete: { age: 3600, count: 1000 } } as const;
 
 /** A guardrail decision as the loop acts on it: the engine's, or one its agent's own request settled. */
 type LoopDecision = Omit<Decision, 'rule'> & { rule: Decision['rule'] | 'approved_request' | 'denied_request' };
@@ -175,13 +177,13 @@ export class TaskLoop {
     // The job carries the row as this change leaves it (read when the job runs: after the write).
     change.after(() => {
       const seen = rowHint(change.row);
-      return this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: n, ...(seen ? { seen } : {}) }, { jobId: id, delay: delayMs, ...STEP_RETRIES });
+      return this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: n, ...(seen ? { seen } : {}) }, { jobId: id, delay: delayMs, ...STEP_JOB });
     });
   }
 
   /** The first step of a new task (called by the service after the task row commits). */
   async enqueueFirstStep(taskId: string): Promise<void> {
-    await this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: 1 }, { jobId: stepJobId(taskId, 1), ...STEP_RETRIES });
+    await this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: 1 }, { jobId: stepJobId(taskId, 1), ...STEP_JOB });
   }
 
   // ---- the step job ------------------------------------------------------------------------
