@@ -13,6 +13,7 @@ import { changeTask, decodeTaskNote, type TaskChangeDeps } from '../shared/tasks
 import { readTaskForChange } from '../shared/tasks/tasks.repository';
 import type { FollowLoadResult, FollowLoadStart } from './servers/follow-load';
 import { CPU_TICK_MS, forkServer, processCpuMs } from './support/processes';
+import { dropRedisPrefix } from './support/redis-prefix';
 
 /**
  * `npm run bench -- follow`: how soon a long poll on GET /v1/tasks/{task_id}/events answers
@@ -424,5 +425,6 @@ export async function run(): Promise<void> {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill();
     await container.db('orgs').where({ id: org.org_id }).delete();
     await container.close();
+    await dropRedisPrefix(config.redisUrl, prefix);
   }
 }

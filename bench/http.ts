@@ -3,6 +3,7 @@ import autocannon from 'autocannon';
 import { loadConfig } from '../shared/config';
 import { migrateLatest } from '../shared/db/knex';
 import { forkServer, processCpuMs } from './support/processes';
+import { dropRedisPrefix } from './support/redis-prefix';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ROUND_SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -52,8 +53,8 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
  */
 export async function run(): Promise<void> {
   const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/deskhand_bench';
-  const env = { DATABASE_URL: databaseUrl, DESKHAND_REDIS_PREFIX: `bench-${Date.now()}` };
-  loadConfig(env);
+  const env = { DATABASE_URL: databaseUrl, DESKHAND_REDIS_PREFIX: `bench-http-${Date.now()}` };
+  const config = loadConfig(env);
   await migrateLatest(databaseUrl);
 
   const bare = await startServer('bare-koa.ts', env, '/');
@@ -86,5 +87,6 @@ export async function run(): Promise<void> {
   } finally {
     bare.child.kill();
     web.child.kill();
+    await dropRedisPrefix(config.redisUrl, env.DESKHAND_REDIS_PREFIX);
   }
 }

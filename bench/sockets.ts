@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { loadConfig } from '../shared/config';
 import { migrateLatest } from '../shared/db/knex';
-import { createRedis, deleteKeysByPrefix } from '../shared/redis';
+import { dropRedisPrefix } from './support/redis-prefix';
 import type { SocketProbeReply } from './servers/socket-probe';
 
 /**
@@ -151,16 +151,6 @@ async function snapshot(server: ChildProcess, serverFile: string, when: 'before'
 async function countSockets(server: ChildProcess): Promise<number> {
   // Counting needs no GC, but one message type keeps the probe simple; it takes milliseconds here.
   return (await ask<SocketProbeReply & Message>(server, { type: 'measure' }, 'memory')).sockets;
-}
-
-/** Removes the run's Redis keys (queued expiry and webhook jobs of the bench's sessions). */
-async function dropRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
-  const redis = createRedis(redisUrl);
-  try {
-    await deleteKeysByPrefix(redis, prefix);
-  } finally {
-    redis.disconnect();
-  }
 }
 
 export async function run(): Promise<void> {

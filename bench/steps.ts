@@ -5,6 +5,7 @@ import { createContainer } from '../shared/container';
 import { createKnex, migrateLatest } from '../shared/db/knex';
 import { createRedis } from '../shared/redis';
 import { forkServer, processCpuMs } from './support/processes';
+import { dropRedisPrefix } from './support/redis-prefix';
 
 /**
  * `npm run bench -- steps`: the service's own overhead per agent step, with a model and a
@@ -178,5 +179,6 @@ export async function run(): Promise<void> {
     for (const child of children) child.kill('SIGTERM');
     await Promise.race([Promise.all(exited), new Promise((resolve) => setTimeout(resolve, 10_000))]);
     await db.destroy();
+    await dropRedisPrefix(config.redisUrl, prefix);
   }
 }
