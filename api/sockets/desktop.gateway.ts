@@ -132,11 +132,12 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
     /** Closes every connection (each computer goes offline) and waits for what is being handled and written. */
     async close(): Promise<void> {
       desktop.disconnectSockets(true);
-      // Disconnects are heard a moment later, and each starts a write: wait until none is left.
-      do {
-        await new Promise<void>((resolve) => setImmediate(resolve));
+      // A socket leaves once its connection has closed (a round trip to the app later), and its
+      // leaving starts the offline mark: wait until every socket has left and nothing is in flight.
+      while (desktop.sockets.size > 0 || inFlight.size > 0) {
         await Promise.allSettled([...inFlight]);
-      } while (inFlight.size > 0);
+        if (desktop.sockets.size > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       subscriber.disconnect();
     },
   };

@@ -4,6 +4,8 @@ import { createContainer } from '../../shared/container';
 import { startQueueWorker } from '../../workers/runtime';
 import { testConfig } from '../support/environment';
 import { startTestService, waitFor } from '../support/service';
+import { connectDesktop } from '../support/tasks';
+import { createKnex } from '../../shared/db/knex';
 
 describe('graceful shutdown', () => {
   it('lets a job in flight finish before closing, and takes no new jobs', async () => {
@@ -46,6 +48,25 @@ describe('graceful shutdown', () => {
     const outcome = await service.running.stop();
     expect(outcome.clean).to.equal(true);
     expect(Date.now() - started).to.be.lessThan(10_000);
+  });
+
+  it('marks every connected computer offline before it closes the database', async () => {
+    const service = await startTestService({}, ['web']);
+    const { key } = await service.newOrg();
+    // More computers than the database pool has connections (10): some marks wait for one.
+    const desktops = await Promise.all(Array.from({ length: 12 }, () => connectDesktop(service, key)));
+    const codes = desktops.map((desktop) => desktop.code);
+    const db = createKnex(service.running.container.config.databaseUrl, { min: 0, max: 1 });
+    try {
+      expect(await db('sessions').whereIn('code', codes).pluck('status')).to.deep.equal(codes.map(() => 'connected'));
+      const outcome = await service.running.stop();
+      expect(outcome.clean).to.equal(true);
+      // Each offline mark starts when the app's connection has closed: shutdown waited for all of them.
+      expect(await db('sessions').whereIn('code', codes).pluck('status')).to.deep.equal(codes.map(() => 'disconnected'));
+    } finally {
+      await Promise.all(desktops.map((desktop) => desktop.client.close()));
+      await db.destroy();
+    }
   });
 
   it('abandons a job that outlives the deadline and still closes', async () => {
