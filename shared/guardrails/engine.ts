@@ -33,6 +33,7 @@ import type {
 } from '../desktop/protocol';
 import { isPlainHost, normalizeSiteRule, type Guardrails } from './guardrails.types';
 import { findSecret, SECRET_KIND_LABELS, type SecretKind } from './secrets';
+import { keyName, MODIFIER_NAMES, type Modifier } from '../desktop/keys';
 
 export type Verdict = 'run' | 'block' | 'confirm' | 'person_types';
 
@@ -439,43 +440,10 @@ function destinationOfTyped(typed: string): Page | null {
 // ---------------------------------------------------------------------------------------------
 // Keys
 
-type Modifier = 'cmd' | 'ctrl' | 'alt' | 'shift' | 'fn';
-
 interface KeyCombo {
   key: string;
   mods: Set<Modifier>;
 }
-
-const MODIFIERS: Readonly<Record<string, Modifier>> = {
-  cmd: 'cmd',
-  command: 'cmd',
-  meta: 'cmd',
-  super: 'cmd',
-  win: 'cmd',
-  windows: 'cmd',
-  ctrl: 'ctrl',
-  control: 'ctrl',
-  alt: 'alt',
-  option: 'alt',
-  opt: 'alt',
-  shift: 'shift',
-  fn: 'fn',
-};
-
-const KEY_ALIASES: Readonly<Record<string, string>> = {
-  return: 'enter',
-  kp_enter: 'enter',
-  numpad_enter: 'enter',
-  keypad_enter: 'enter',
-  back_space: 'backspace',
-  bksp: 'backspace',
-  del: 'delete',
-  forward_delete: 'delete',
-  forwarddelete: 'delete',
-  spacebar: 'space',
-  ' ': 'space',
-  esc: 'escape',
-};
 
 /** `cmd+enter`, `ctrl+shift+delete`; several combos may be separated by spaces. */
 function parseKeys(keys: string): KeyCombo[] {
@@ -487,9 +455,9 @@ function parseKeys(keys: string): KeyCombo[] {
     let key = '';
     for (const part of parts) {
       if (part === '') continue;
-      const mod = MODIFIERS[part];
+      const mod = MODIFIER_NAMES[part];
       if (mod && part !== parts[parts.length - 1]) mods.add(mod);
-      else key = KEY_ALIASES[part] ?? part;
+      else key = keyName(part);
     }
     if (key === '' && mods.size > 0) key = 'modifier';
     combos.push({ key, mods });

@@ -3,6 +3,7 @@
  * desktop actions: app names per system, where a label is on screen, how keys are written.
  */
 import type { DesktopAction, Observation, Rect } from '../desktop/protocol';
+import { keyName, MODIFIER_NAMES } from '../desktop/keys';
 
 export type DesktopOs = 'mac' | 'windows';
 
@@ -85,41 +86,8 @@ export function currentUrl(observation: Observation | null): string | null {
   return observation?.windows.find((w) => typeof w.url === 'string' && w.url !== '')?.url ?? null;
 }
 
-/** Names models use for keys, mapped to the protocol's lowercase names. */
-const KEY_ALIASES: Readonly<Record<string, string>> = Object.freeze({
-  return: 'enter',
-  kp_enter: 'enter',
-  esc: 'escape',
-  command: 'cmd',
-  meta: 'super',
-  super_l: 'super',
-  super_r: 'super',
-  win: 'super',
-  windows: 'super',
-  control: 'ctrl',
-  control_l: 'ctrl',
-  control_r: 'ctrl',
-  ctrl_l: 'ctrl',
-  ctrl_r: 'ctrl',
-  option: 'alt',
-  alt_l: 'alt',
-  alt_r: 'alt',
-  shift_l: 'shift',
-  shift_r: 'shift',
-  back_space: 'backspace',
-  del: 'delete',
-  arrowup: 'up',
-  arrowdown: 'down',
-  arrowleft: 'left',
-  arrowright: 'right',
-  page_up: 'pageup',
-  prior: 'pageup',
-  page_down: 'pagedown',
-  next: 'pagedown',
-  spacebar: 'space',
-  ' ': 'space',
-  iso_left_tab: 'tab',
-});
+/** Spellings of the system key, which is `cmd` on a Mac and `win` on Windows. */
+const SYSTEM_KEYS: ReadonlySet<string> = new Set(['super', 'super_l', 'super_r', 'meta', 'win', 'windows']);
 
 /**
  * Writes a key combo the protocol's way: lowercase names joined with `+` (`cmd+enter`), with
@@ -134,8 +102,8 @@ export function normalizeCombo(combo: string, os: DesktopOs): string | null {
     .filter((p) => p !== '')
     .map((p) => {
       const lower = p.toLowerCase();
-      const key = KEY_ALIASES[lower] ?? lower;
-      if (key === 'super') return os === 'windows' ? 'win' : 'cmd';
+      if (SYSTEM_KEYS.has(lower)) return os === 'windows' ? 'win' : 'cmd';
+      const key = MODIFIER_NAMES[lower] ?? keyName(lower);
       return os === 'windows' && key === 'cmd' ? 'ctrl' : key;
     });
   // A lone "+" means the plus key itself.

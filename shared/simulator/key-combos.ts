@@ -1,44 +1,18 @@
 /**
  * Key combos as the protocol writes them: lowercase names joined with `+` (`cmd+enter`,
- * `ctrl+l`, `delete`). Aliases that agents and vendors use are folded onto one name each, so
- * the computer compares plain strings.
+ * `ctrl+l`, `delete`). Other spellings are folded onto one name each (shared/desktop/keys.ts),
+ * so the computer compares plain strings.
  */
+import { keyName, MODIFIER_NAMES, type Modifier as AnyModifier } from '../desktop/keys';
 
-export type Modifier = 'cmd' | 'ctrl' | 'alt' | 'shift';
+/** The simulated computer has no Fn key. */
+export type Modifier = Exclude<AnyModifier, 'fn'>;
 
 export interface KeyCombo {
   modifiers: ReadonlySet<Modifier>;
   /** The non-modifier key, or null for a combo of modifiers only (`cmd`). */
   key: string | null;
 }
-
-const MODIFIERS: Record<string, Modifier> = {
-  cmd: 'cmd',
-  command: 'cmd',
-  meta: 'cmd',
-  super: 'cmd',
-  win: 'cmd',
-  windows: 'cmd',
-  ctrl: 'ctrl',
-  control: 'ctrl',
-  alt: 'alt',
-  option: 'alt',
-  opt: 'alt',
-  shift: 'shift',
-};
-
-const KEY_ALIASES: Record<string, string> = {
-  return: 'enter',
-  esc: 'escape',
-  del: 'delete',
-  plus: '+',
-  arrowup: 'up',
-  arrowdown: 'down',
-  arrowleft: 'left',
-  arrowright: 'right',
-  page_up: 'pageup',
-  page_down: 'pagedown',
-};
 
 const NAMED_KEYS = new Set([
   'enter',
@@ -68,12 +42,12 @@ export function parseKeyCombo(combo: string): KeyCombo | { error: string } {
   let key: string | null = null;
   for (const [index, raw] of parts.entries()) {
     const part = raw.trim();
-    const modifier = MODIFIERS[part];
-    if (modifier) {
+    const modifier = MODIFIER_NAMES[part];
+    if (modifier && modifier !== 'fn') {
       modifiers.add(modifier);
       continue;
     }
-    const name = KEY_ALIASES[part] ?? part;
+    const name = part === 'plus' ? '+' : keyName(part);
     const known = NAMED_KEYS.has(name) || [...name].length === 1;
     if (!known || index !== parts.length - 1) return { error: `Unknown key "${raw}" in "${combo}".` };
     key = name;
