@@ -2,7 +2,8 @@
 // each connects to /desktop with its session's code and answers every action at once with the
 // same small screenshot. The bench sends { baseUrl, codes } and waits for { connected }.
 import { createCanvas } from '@napi-rs/canvas';
-import { io, type Socket } from 'socket.io-client';
+import type { Socket } from 'socket.io-client';
+import { openDesktopSocket } from '../support/desktop-socket';
 import { DesktopEvents, type ActMessage, type Observation, type ResultMessage } from '../../shared/desktop/protocol';
 
 const canvas = createCanvas(64, 40);
@@ -20,24 +21,13 @@ const observation: Observation = {
   visible_labels: [],
 };
 
-function connect(baseUrl: string, code: string): Promise<Socket> {
-  const socket = io(`${baseUrl}/desktop`, { transports: ['websocket'] });
+async function connect(baseUrl: string, code: string): Promise<Socket> {
+  const socket = await openDesktopSocket(baseUrl, code, { width: observation.width, height: observation.height });
   socket.on(DesktopEvents.act, (message: ActMessage) => {
     const result: ResultMessage = { task_id: message.task_id, act_id: message.act_id, result: { ok: true, observation, screenshot: png } };
     socket.emit(DesktopEvents.result, result);
   });
-  return new Promise((resolve, reject) => {
-    socket.once('connect', () => {
-      socket
-        .timeout(5000)
-        .emitWithAck(DesktopEvents.hello, {
-          code,
-          device: { os: 'mac', name: 'bench', width: 64, height: 40, app_version: '1.0.20' },
-          capabilities: { accessibility: true, page_addresses: true, element_info: true },
-        })
-        .then(() => resolve(socket), reject);
-    });
-  });
+  return socket;
 }
 
 process.on('message', (message: { baseUrl: string; codes: string[] }) => {

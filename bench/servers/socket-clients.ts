@@ -1,8 +1,8 @@
 // The client side of `npm run bench -- sockets`: opens idle desktop connections (websocket only,
 // as the apps do) and holds them until told to let go. Each either says hello with its pairing
 // code and waits for the welcome, or (for the bare baseline) only connects.
-import { io, type Socket } from 'socket.io-client';
-import { DesktopEvents, type HelloReply } from '../../shared/desktop/protocol';
+import type { Socket } from 'socket.io-client';
+import { openDesktopSocket } from '../support/desktop-socket';
 
 interface ConnectCommand {
   type: 'connect';
@@ -15,24 +15,6 @@ interface ConnectCommand {
 
 const held: Socket[] = [];
 
-function open(url: string, code: string | null): Promise<Socket> {
-  const socket = io(`${url}/desktop`, { transports: ['websocket'], reconnection: false, forceNew: true, timeout: 60_000 });
-  return new Promise((resolve, reject) => {
-    socket.once('connect_error', reject);
-    socket.once('connect', () => {
-      if (code === null) return resolve(socket);
-      socket
-        .timeout(60_000)
-        .emitWithAck(DesktopEvents.hello, {
-          code,
-          device: { os: 'mac', name: 'bench', width: 1440, height: 900, app_version: '1.0.20' },
-          capabilities: { accessibility: true, page_addresses: true, element_info: true },
-        })
-        .then((reply: HelloReply) => (reply.ok ? resolve(socket) : reject(new Error(`hello refused: ${reply.code} ${reply.message}`))), reject);
-    });
-  });
-}
-
 async function connect(command: ConnectCommand): Promise<void> {
   const started = performance.now();
   let next = 0;
@@ -40,7 +22,7 @@ async function connect(command: ConnectCommand): Promise<void> {
     Array.from({ length: command.concurrency }, async () => {
       while (next < command.count) {
         const index = next++;
-        held.push(await open(command.url, command.codes ? command.codes[index]! : null));
+        held.push(await openDesktopSocket(command.url, command.codes ? command.codes[index]! : null));
       }
     }),
   );
