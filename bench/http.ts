@@ -59,7 +59,7 @@ export async function run(): Promise<void> {
 
   const bare = await startServer('bare-koa.ts', env, '/');
   // The real web process: every middleware, the rate limiter in Redis (its budget out of the way), key authentication.
-  const web = await startServer('deskhand-types.ts', { ...env, BENCH_TYPES: 'web', BENCH_ORG: 'bench http', LOG_LEVEL: 'silent', DESKHAND_RATE_LIMIT_PER_HOUR: '10000000' }, PATH);
+  const web = await startServer('deskhand-types.ts', { ...env, BENCH_TYPES: 'web', BENCH_ORG: 'bench http', DESKHAND_RATE_LIMIT_PER_HOUR: '10000000' }, PATH);
   try {
     // Warm-up: both servers' code paths optimised before anything counts.
     await round(bare, 2);

@@ -5,7 +5,7 @@ import type { Notifier } from '../notifier';
 import type { JobQueues } from '../queues/job-queues';
 import { appendOrgEvent, dispatchOrgEvents, type OrgEventType } from '../events/org-events';
 import { notFound } from '../errors';
-import { lockTask, TASK_OBJECT_COLUMNS, updateTaskIfUnchanged, updateTaskWithEvents, type TaskEventRow, type TaskFrameRow, type TaskObjectRow, type TaskRow } from './tasks.repository';
+import { lockTask, reviveTaskDates, TASK_OBJECT_COLUMNS, updateTaskIfUnchanged, updateTaskWithEvents, type TaskEventRow, type TaskFrameRow, type TaskObjectRow, type TaskRow } from './tasks.repository';
 import { toTask, toTaskEvent, type TaskEvent } from './task-object';
 
 /** The Redis channel long-pollers of a task listen on. */
@@ -34,17 +34,11 @@ export function encodeTaskNote(row: TaskRow, events: readonly TaskEventRow[]): s
   return full.length <= NOTE_MAX_CHARS ? full : JSON.stringify({ cursor: row.cursor });
 }
 
-const reviveDate = (value: unknown) => (typeof value === 'string' ? new Date(value) : null);
-
 export function decodeTaskNote(message: string): TaskNote | null {
   try {
     const note = JSON.parse(message) as TaskNote;
     if (typeof note.cursor !== 'number') return null;
-    if (note.task) {
-      note.task.created_at = reviveDate(note.task.created_at)!;
-      note.task.updated_at = reviveDate(note.task.updated_at)!;
-      note.task.running_since = reviveDate(note.task.running_since);
-    }
+    if (note.task) reviveTaskDates(note.task as unknown as Record<string, unknown>);
     return note;
   } catch {
     return null;

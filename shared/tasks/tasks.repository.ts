@@ -106,14 +106,18 @@ export function isRowHint(value: unknown): value is Record<string, unknown> & { 
   return typeof value === 'object' && value !== null && typeof (value as TaskRow).id === 'string' && typeof (value as TaskRow).row_version === 'string';
 }
 
-/** The row back from a hint that went through JSON (dates were strings). */
-export function rowFromHint(hint: Record<string, unknown>): TaskRow {
-  const row = { ...hint } as TaskRow;
+/** Turns back into dates the date columns a task row (or part of one) has after a trip through JSON. */
+export function reviveTaskDates(row: Record<string, unknown>): void {
   for (const column of DATE_COLUMNS) {
-    const value = hint[column];
-    (row as Record<string, unknown>)[column] = typeof value === 'string' ? new Date(value) : null;
+    if (column in row) row[column] = typeof row[column] === 'string' ? new Date(row[column] as string) : null;
   }
-  return row;
+}
+
+/** The row back from a hint that went through JSON. */
+export function rowFromHint(hint: Record<string, unknown>): TaskRow {
+  const row = { ...hint };
+  reviveTaskDates(row);
+  return row as TaskRow;
 }
 
 export async function findTaskByRequestId(db: Db, orgId: string, requestId: string): Promise<TaskRow | undefined> {
