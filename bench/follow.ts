@@ -12,7 +12,7 @@ import { newPairingCode } from '../shared/sessions/pairing-code';
 import { changeTask, decodeTaskNote, type TaskChangeDeps } from '../shared/tasks/task-change';
 import { readTaskForChange } from '../shared/tasks/tasks.repository';
 import type { FollowLoadResult, FollowLoadStart } from './servers/follow-load';
-import { CPU_TICK_MS, forkServer, processCpuMs } from './support/processes';
+import { CPU_TICK_MS, forkServer, processCpuMs, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 
 /**
@@ -36,8 +36,13 @@ import { dropRedisPrefix } from './support/redis-prefix';
  * what our follow side (rate limit, API key, validation, the task notes or PostgreSQL reads,
  * Redis subscriptions) costs on top. Each phase follows fresh tasks of its own.
  *
- * Diagnostics: BENCH_TRACE=1 prints the web process's event-loop delay, database pool and query
- * times every second; BENCH_PROFILE_DIR=DIR writes a CPU profile of its measured window.
+ * Both servers run with the Node flags of the Procfile's web process (BENCH_NODE_FLAGS="…"
+ * instead, to compare).
+ *
+ * Diagnostics: BENCH_TRACE=1 prints the web process's event-loop delay, database pool, query
+ * times and GC pauses, and the followers' event-loop delay and GC pauses, every second;
+ * BENCH_PROFILE_DIR=DIR writes a CPU profile of its measured window; BENCH_LATENCIES=FILE appends
+ * every delivery's time in the window and latency (to see whether late answers cluster).
  */
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 1000);
@@ -46,6 +51,8 @@ const RATE = Number(process.env.BENCH_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const WAIT_MS = 25_000;
+/** Node flags of both servers: the Procfile's web process's, unless BENCH_NODE_FLAGS says otherwise. */
+const SERVER_NODE_FLAGS = process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean) : procfileNodeFlags('web');
 /** After the writer stops: time for the last answers to arrive before the followers hang up. */
 const GRACE_MS = 2_000;
 
@@ -69,7 +76,7 @@ function nextMessage<T>(child: ChildProcess, accept: (message: any) => boolean):
 }
 
 async function startServer(file: string, env: Record<string, string>): Promise<{ child: ChildProcess; origin: string }> {
-  const child = forkServer(file, env);
+  const child = forkServer(file, env, SERVER_NODE_FLAGS);
   const { port } = await nextMessage<{ port: number }>(child, (message) => typeof message?.port === 'number');
   return { child, origin: `http://127.0.0.1:${port}` };
 }
@@ -339,6 +346,7 @@ async function measure(server: ChildProcess, origin: string, key: string | null,
       const published = writer.published[deliveries[i]!]![deliveries[i + 1]!];
       if (published !== undefined && published >= from && published < to) latencies.push(deliveries[i + 2]! - published);
     }
+    if (process.env.BENCH_LATENCIES) writeLatencies(process.env.BENCH_LATENCIES, deliveries, writer.published, from, to);
     latencies.sort((a, b) => a - b);
     const seconds = (to - from) / 1000;
     const answers = responses.filter((at) => at >= from && at < to).length;
@@ -365,6 +373,16 @@ async function measure(server: ChildProcess, origin: string, key: string | null,
   } finally {
     if (load.exitCode === null) load.kill();
   }
+}
+
+/** Appends one line per measured delivery, `ms after the window opened` and `latency ms`, then `---`. */
+function writeLatencies(file: string, deliveries: number[], published: PublishLog, from: number, to: number): void {
+  const lines: string[] = [];
+  for (let i = 0; i < deliveries.length; i += 3) {
+    const at = published[deliveries[i]!]![deliveries[i + 1]!];
+    if (at !== undefined && at >= from && at < to) lines.push(`${(at - from).toFixed(1)} ${(deliveries[i + 2]! - at).toFixed(2)}`);
+  }
+  fs.appendFileSync(file, `${lines.join('\n')}\n---\n`);
 }
 
 export async function run(): Promise<void> {

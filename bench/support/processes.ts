@@ -7,6 +7,18 @@ export function forkServer(file: string, env: Record<string, string>, execArgv: 
   return fork(path.join(__dirname, '..', 'servers', file), [], { execArgv: ['--import', 'tsx', ...execArgv], env: { ...process.env, ...env }, stdio: 'inherit' });
 }
 
+/**
+ * The Node flags the Procfile gives a process type (`web: node FLAGS bin/deskhand.js …`), so that
+ * a bench runs its server as production does.
+ */
+export function procfileNodeFlags(type: string): string[] {
+  const procfile = fs.readFileSync(path.join(__dirname, '..', '..', 'Procfile'), 'utf8');
+  const line = procfile.split('\n').find((candidate) => candidate.startsWith(`${type}:`));
+  if (!line) throw new Error(`The Procfile has no ${type} process`);
+  const words = line.slice(type.length + 1).trim().split(/\s+/);
+  return words.slice(1, words.indexOf('bin/deskhand.js'));
+}
+
 /** Milliseconds of a /proc clock tick (USER_HZ is 100 on Linux). */
 export const CPU_TICK_MS = 10;
 

@@ -356,6 +356,8 @@ export class TasksService {
         // A follower asking again right after its answer usually finds nothing new yet.
         if (!this.nothingNewSinceLastRead(orgId, taskId, after)) state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
         if (!state || (state.data.length === 0 && !isDone(state.row.status))) {
+          // Nothing of that read is answered: a waiting follower keeps none of it (~1 KB each).
+          state = null;
           const timer = setTimeout(wake, waitMs);
           await woken;
           clearTimeout(timer);
