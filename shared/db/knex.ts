@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
@@ -37,10 +38,31 @@ export async function runPrepared<R>(db: Knex, statement: PreparedStatement, val
 
 const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'migrations');
 
-/** Migration settings shared by `deskhand migrate` and the tests: TypeScript files in migrations/. */
+/**
+ * The files in migrations/: TypeScript run through tsx, or JavaScript in the compiled build
+ * (`npm run build`, used when DESKHAND_ENV=production). Each is recorded under its source name
+ * (`….ts`) either way, so a database migrated by one is up to date for the other; Knex's own
+ * directory source records the file name as found, and refused to run the build against a
+ * database the sources had migrated ("the migration directory is corrupt").
+ */
+class MigrationFiles implements Knex.MigrationSource<string> {
+  async getMigrations(): Promise<string[]> {
+    const files = await fs.promises.readdir(MIGRATIONS_DIR);
+    return files.filter((file) => /\.(ts|js)$/.test(file) && !file.endsWith('.d.ts')).sort();
+  }
+
+  getMigrationName(file: string): string {
+    return file.replace(/\.js$/, '.ts');
+  }
+
+  getMigration(file: string): Promise<Knex.Migration> {
+    return Promise.resolve(require(path.join(MIGRATIONS_DIR, file)) as Knex.Migration);
+  }
+}
+
+/** Migration settings shared by `deskhand migrate` and the tests. */
 export const migrationConfig: Knex.MigratorConfig = {
-  directory: MIGRATIONS_DIR,
-  loadExtensions: ['.ts', '.js'],
+  migrationSource: new MigrationFiles(),
   tableName: 'knex_migrations',
 };
 
