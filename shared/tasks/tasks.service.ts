@@ -71,11 +71,15 @@ interface FollowedTask {
 }
 
 /**
- * How long a follow read may stand in for a new one. Only a lost notification (the writer's
- * PUBLISH failed) can make it wrong: a follower asking within this time then waits for the next
- * event or the end of its wait, as followers already waiting do. Short, to bound that.
+ * How long a follow read (or a note heard) may stand in for a new one while the task's channel
+ * stays subscribed. Only a lost notification (the writer's PUBLISH failed while this process's
+ * subscriber stayed connected) can make it wrong: a follower asking within this time then waits
+ * for the next event or the end of its wait, as followers already waiting do. As long as a
+ * channel lingers: with 1 s, followers that came back later than that under load (five per task,
+ * 500 events/s, on two busy cores) each sent a read, the reads queued for the pool, answers ran
+ * later still, and the web process fell seconds behind (docs/benchmarks.md, follow).
  */
-const FOLLOWED_TTL_MS = 1_000;
+const FOLLOWED_TTL_MS = 10_000;
 const FOLLOWED_MAX = 10_000;
 
 /** A gapless run of a task's newest events, as its notes carried them. */

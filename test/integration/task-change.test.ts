@@ -162,6 +162,22 @@ describe('task changes from a row read without the lock', () => {
       expect(reads).to.equal(1);
     });
 
+    it('a follower coming back seconds after its answer, its channel still subscribed, waits without reading', async () => {
+      const { cursor, answer } = await waitingFollower();
+      const seen = (await readTaskForChange(deps().db, taskId))!;
+      await changeTask(deps(), taskId, (change) => change.event('note', 'heard before a pause'), seen);
+      expect((await answer).body.cursor).to.equal(cursor + 1);
+      // A follower held up (a busy client, a slow network) longer than a second.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      let again: any;
+      const reads = await countFollowReads(async () => {
+        again = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor + 1}&wait_ms=300`)).body;
+      });
+      expect(again.data).to.deep.equal([]);
+      // Only the read at the end of the wait; no check before waiting.
+      expect(reads).to.equal(1);
+    });
+
     it('a follower that fell behind by a few changes catches up from their notes without reading', async () => {
       const { cursor, answer } = await waitingFollower();
       const write = async (message: string) => {
