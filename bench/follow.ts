@@ -342,11 +342,16 @@ async function measure(server: ChildProcess, origin: string, key: string | null,
     let events = 0;
     for (const perTask of writer.published) for (const at of perTask) if (at !== undefined && at >= from && at < to) events++;
     const latencies: number[] = [];
+    // BENCH_LATENCIES: one line per measured delivery, `ms after the window opened` and `latency ms`.
+    const lines: string[] | null = process.env.BENCH_LATENCIES ? [] : null;
     for (let i = 0; i < deliveries.length; i += 3) {
       const published = writer.published[deliveries[i]!]![deliveries[i + 1]!];
-      if (published !== undefined && published >= from && published < to) latencies.push(deliveries[i + 2]! - published);
+      if (published === undefined || published < from || published >= to) continue;
+      const latency = deliveries[i + 2]! - published;
+      latencies.push(latency);
+      lines?.push(`${(published - from).toFixed(1)} ${latency.toFixed(2)}`);
     }
-    if (process.env.BENCH_LATENCIES) writeLatencies(process.env.BENCH_LATENCIES, deliveries, writer.published, from, to);
+    if (lines) fs.appendFileSync(process.env.BENCH_LATENCIES!, `${lines.join('\n')}\n---\n`);
     latencies.sort((a, b) => a - b);
     const seconds = (to - from) / 1000;
     const answers = responses.filter((at) => at >= from && at < to).length;
@@ -373,16 +378,6 @@ async function measure(server: ChildProcess, origin: string, key: string | null,
   } finally {
     if (load.exitCode === null) load.kill();
   }
-}
-
-/** Appends one line per measured delivery, `ms after the window opened` and `latency ms`, then `---`. */
-function writeLatencies(file: string, deliveries: number[], published: PublishLog, from: number, to: number): void {
-  const lines: string[] = [];
-  for (let i = 0; i < deliveries.length; i += 3) {
-    const at = published[deliveries[i]!]![deliveries[i + 1]!];
-    if (at !== undefined && at >= from && at < to) lines.push(`${(at - from).toFixed(1)} ${(deliveries[i + 2]! - at).toFixed(2)}`);
-  }
-  fs.appendFileSync(file, `${lines.join('\n')}\n---\n`);
 }
 
 export async function run(): Promise<void> {

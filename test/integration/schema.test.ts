@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import knex, { type Knex } from 'knex';
+import { createKnex, type Knex } from '../../shared/db/knex';
 import { testConfig } from '../support/environment';
 
 describe('database schema', () => {
   let db: Knex;
   before(() => {
-    db = knex({ client: 'pg', connection: testConfig().databaseUrl });
+    db = createKnex(testConfig().databaseUrl, { min: 0, max: 1 });
   });
   after(() => db.destroy());
 
