@@ -82,7 +82,7 @@ async function startServer(file: string, env: Record<string, string>): Promise<{
 }
 
 /** Asks a child to stop and waits for it to exit; kills it after 30 s. */
-async function stopChild(child: ChildProcess): Promise<void> {
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.send({ type: 'stop' });
@@ -93,11 +93,11 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** One connected session per task (one running task per computer), then the running tasks. */
-async function seedTasks(container: Container, orgId: string): Promise<string[]> {
+export async function seedTasks(container: Container, orgId: string, count = TASKS): Promise<string[]> {
   const agentId = await container.agents.getDefaultAgentId(orgId);
   const agent = await container.agents.resolveForTask(orgId, agentId, 'published');
   const at = new Date();
-  const sessions = Array.from({ length: TASKS }, () => {
+  const sessions = Array.from({ length: count }, () => {
     const code = newPairingCode();
     return {
       code,

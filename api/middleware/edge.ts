@@ -25,23 +25,27 @@ export class RequestState {
 /**
  * The outermost middleware: gives each request its id (the caller's `X-Request-Id` when sane),
  * turns anything thrown below into the spec's error response, and writes one access-log line.
+ *
+ * The middleware above a route chain on `next()`'s promise rather than `await` it: a long poll
+ * waits below them for up to 55 s, and a suspended async function keeps its frame, registers and
+ * promise alive all that time (about 0.4 KB each, thousands of waiting polls; docs/benchmarks.md).
  */
 export function edge(logger: Logger): Middleware {
-  return async (ctx, next) => {
+  return (ctx, next) => {
     const given = ctx.get('x-request-id');
     const state = new RequestState(logger, REQUEST_ID.test(given) ? given : randomUUID());
     ctx.state = state;
     ctx.set('X-Request-Id', state.requestId);
     const logging = logger.isLevelEnabled('info');
     const started = logging ? performance.now() : 0;
-    try {
-      await next();
-    } catch (caught) {
-      respondWithError(ctx, caught);
-    }
-    if (logging) {
+    const log = () => {
+      if (!logging) return;
       const ms = Math.round((performance.now() - started) * 10) / 10;
       state.logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
-    }
+    };
+    return next().then(log, (caught: unknown) => {
+      respondWithError(ctx, caught);
+      log();
+    });
   };
 }

@@ -1,4 +1,4 @@
-import type { Context, Middleware, Next } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from '../../shared/redis';
 import { ApiError } from '../../shared/errors';
@@ -108,7 +108,8 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
     ctx.set('X-RateLimit-Remaining', String(remaining));
   };
 
-  async function takeThenNext(ctx: Context, address: string, next: Next): Promise<void> {
+  /** Waits for a point of `address`'s budget and sets the headers; throws the 429. */
+  async function waitForPoint(ctx: Context, address: string): Promise<void> {
     try {
       setHeaders(ctx, await take(address));
     } catch (rejection) {
@@ -120,14 +121,14 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
       }
       (ctx.state as RequestState).logger.warn({ err: rejection }, 'rate limiter failed; request let through');
     }
-    await next();
   }
 
   // Most requests spend a point reserved earlier and go on without waiting for anything.
   return (ctx, next) => {
     const address = ctx.ip || 'unknown';
     const remaining = waiting.has(address) ? null : spend(address, Date.now());
-    if (remaining === null) return takeThenNext(ctx, address, next);
+    // Not `await next()` in an async function: a long poll below would keep that frame for its wait.
+    if (remaining === null) return waitForPoint(ctx, address).then(() => next());
     setHeaders(ctx, remaining);
     return next();
   };

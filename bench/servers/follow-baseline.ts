@@ -79,6 +79,11 @@ process.on('message', (message: { type?: string }) => {
   if (message.type === 'stop') stop();
   // The bench reads this process's CPU time at the start and end of the measured window.
   if (message.type === 'cpu') process.send?.({ type: 'cpu', usage: process.cpuUsage() });
+  // Heap in use after a full collection (needs --expose-gc; diagnostics only).
+  if (message.type === 'heap') {
+    (globalThis as { gc?: () => void }).gc?.();
+    process.send?.({ type: 'heap', heapUsed: process.memoryUsage().heapUsed });
+  }
 });
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
