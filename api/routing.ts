@@ -156,9 +156,11 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
     const validateResponse =
       options.validateResponses && !('contentType' in route.response) ? responseAjv.compile(route.response) : null;
 
-    // Not an async function awaiting the handler: a long poll waits in its handler for up to 55 s,
-    // and this frame (with the request's params, query and input) would wait with it (see `edge`).
-    const handle = (ctx: Context, state: RequestState): Promise<void> => {
+    router[route.method](route.operationId, koaPath(route.path), async (ctx: Context) => {
+      const state = ctx.state as RequestState;
+      if (route.auth === 'api_key' && !state.auth) {
+        state.auth = await options.authenticate(ctx.get('authorization') || undefined);
+      }
       const params = { ...(ctx.params as Record<string, string>) };
       check(validateParams, params, 'path');
       const query: Record<string, unknown> = { ...ctx.query };
@@ -169,7 +171,7 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
         if (body === undefined) throw invalidRequest('Request body is required (JSON)');
         check(validateBody, body, 'body');
       }
-      const input = {
+      const result = await route.handler({
         params,
         query,
         body,
@@ -179,27 +181,14 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
           return state.logger;
         },
         ctx,
-      } as HandlerInput<TObject, TObject, TSchema>;
-      return route.handler(input).then((result) => {
-        // A handler that returns nothing wrote the response itself (a PNG, a 503 with its own body).
-        if ('contentType' in route.response || result === undefined) return;
-        if (validateResponse && !validateResponse(result)) {
-          throw new Error(`response of ${route.operationId} does not match its schema: ${responseAjv.errorsText(validateResponse.errors)}`);
-        }
-        ctx.status = 200;
-        ctx.body = result;
-      });
-    };
-
-    router[route.method](route.operationId, koaPath(route.path), (ctx: Context) => {
-      const state = ctx.state as RequestState;
-      if (route.auth === 'api_key' && !state.auth) {
-        return options.authenticate(ctx.get('authorization') || undefined).then((auth) => {
-          state.auth = auth;
-          return handle(ctx, state);
-        });
+      } as HandlerInput<TObject, TObject, TSchema>);
+      // A handler that returns nothing wrote the response itself (a PNG, a 503 with its own body).
+      if ('contentType' in route.response || result === undefined) return;
+      if (validateResponse && !validateResponse(result)) {
+        throw new Error(`response of ${route.operationId} does not match its schema: ${responseAjv.errorsText(validateResponse.errors)}`);
       }
-      return handle(ctx, state);
+      ctx.status = 200;
+      ctx.body = result;
     });
   }
 }

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import { loadConfig } from '../shared/config';
 import { migrateLatest } from '../shared/db/knex';
-import { forkServer, processCpuMs } from './support/processes';
+import { forkServer, processCpuMs, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -26,8 +26,9 @@ interface Round {
   cpuMicros: number;
 }
 
+/** Both servers run with the Node flags of the Procfile's web process, as production does. */
 function startServer(file: string, env: Record<string, string>, urlPath: string): Promise<Server> {
-  const child = forkServer(file, env);
+  const child = forkServer(file, env, procfileNodeFlags('web'));
   return new Promise((resolve, reject) => {
     child.once('message', (message: { port: number; key?: string }) =>
       resolve({ child, url: `http://127.0.0.1:${message.port}${urlPath}`, headers: message.key ? { authorization: `Bearer ${message.key}` } : {} }),

@@ -4,7 +4,7 @@ import { loadConfig } from '../shared/config';
 import { createContainer } from '../shared/container';
 import { createKnex, migrateLatest } from '../shared/db/knex';
 import { createRedis } from '../shared/redis';
-import { forkServer, processCpuMs } from './support/processes';
+import { forkServer, processCpuMs, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 
 /**
@@ -57,9 +57,10 @@ async function baseline(redisUrl: string, prefix: string, chains: number): Promi
   return { perSecond: done / elapsed, p50: percentile(gaps, 50), p99: percentile(gaps, 99) };
 }
 
-function startChild(file: string, env: Record<string, string>): Promise<{ child: ChildProcess; message: Record<string, unknown> }> {
+/** `flags`: Node flags, for the service's processes those of their Procfile line. */
+function startChild(file: string, env: Record<string, string>, flags: string[]): Promise<{ child: ChildProcess; message: Record<string, unknown> }> {
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = forkServer(file, env, profile);
+  const child = forkServer(file, env, [...flags, ...profile]);
   return new Promise((resolve, reject) => {
     child.once('message', (message: Record<string, unknown>) => resolve({ child, message }));
     child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
@@ -80,13 +81,13 @@ export async function run(): Promise<void> {
   const children: ChildProcess[] = [];
   // Whatever happens to the bench, its processes go with it.
   process.once('exit', () => children.forEach((child) => child.kill('SIGKILL')));
-  const spawn = async (file: string, childEnv: Record<string, string>) => {
-    const started = await startChild(file, childEnv);
+  const spawn = async (file: string, childEnv: Record<string, string>, flags: string[] = []) => {
+    const started = await startChild(file, childEnv, flags);
     children.push(started.child);
     return started;
   };
-  const web = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'web' });
-  const worker = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-agent' });
+  const web = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'web' }, procfileNodeFlags('web'));
+  const worker = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-agent' }, procfileNodeFlags('worker-agent'));
   const computers = await spawn('instant-computers.ts', {});
   const baseUrl = `http://127.0.0.1:${web.message.port as number}`;
   const container = createContainer(config);
