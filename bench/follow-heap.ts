@@ -20,6 +20,9 @@ import { dropRedisPrefix } from './support/redis-prefix';
  * each asks again with wait_ms=25000 and, with every poll waiting, the heap is read again. The
  * difference divided by POLLS is the heap per waiting poll. The servers run with the Procfile
  * web line's Node flags and --expose-gc.
+ *
+ * BENCH_PROFILE_DIR=DIR also writes heap snapshots of the web process at both moments, to diff
+ * by constructor or retainer and see what a waiting poll keeps.
  */
 
 const POLLS = Number(process.env.BENCH_POLLS ?? 2000);
@@ -46,7 +49,7 @@ interface HeapFigures {
   perPoll: number;
 }
 
-async function measure(file: string, env: Record<string, string>, taskIds: string[], key: string | null): Promise<HeapFigures> {
+async function measure(file: string, env: Record<string, string>, taskIds: string[], key: string | null, snapshots = false): Promise<HeapFigures> {
   const child = forkServer(file, env, [...procfileNodeFlags('web'), '--expose-gc']);
   try {
     const { port } = await ask<{ port: number }>(child, 'port');
@@ -67,10 +70,15 @@ async function measure(file: string, env: Record<string, string>, taskIds: strin
     };
     await askAll(0);
     while (answers < taskIds.length) await sleep(50);
+    const snapshot = async () => {
+      if (snapshots) process.stderr.write(`heap snapshot: ${(await ask<{ file: string }>(child, 'snapshot')).file}\n`);
+    };
     const connected = await heap();
+    await snapshot();
     await askAll(25_000);
     await sleep(2_000);
     const waiting = await heap();
+    await snapshot();
     if (answers !== taskIds.length) throw new Error(`${answers - taskIds.length} polls were answered instead of waiting`);
     for (const socket of sockets) socket.destroy();
     return { idle, perConnection: (connected - idle) / taskIds.length, perPoll: (waiting - connected) / taskIds.length };
@@ -90,7 +98,7 @@ export async function run(): Promise<void> {
   try {
     const taskIds = await seedTasks(container, org.org_id, POLLS);
     const baseline = await measure('follow-baseline.ts', env, taskIds, null);
-    const full = await measure('deskhand-web-follow.ts', env, taskIds, secret);
+    const full = await measure('deskhand-web-follow.ts', env, taskIds, secret, Boolean(process.env.BENCH_PROFILE_DIR));
     const kb = (bytes: number) => `${(bytes / 1024).toFixed(2).padStart(6)} KB`;
     const row = (name: string, f: HeapFigures) =>
       `${name.padEnd(44)} heap per waiting poll ${kb(f.perPoll)}   per idle keep-alive connection ${kb(f.perConnection)}   idle heap ${(f.idle / 1e6).toFixed(1)} MB`;

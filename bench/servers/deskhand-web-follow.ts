@@ -4,7 +4,9 @@
 // and the tasks itself and sends the key with its requests.
 //
 // Messages from the bench: `cpu` (answers with this process's CPU time), `window-start` and
-// `window-end` (the measured window), `stop`.
+// `window-end` (the measured window), `stop`; from `npm run bench -- follow-heap`: `heap` (heap
+// in use after a full collection, with --expose-gc) and `snapshot` (writes a heap snapshot into
+// BENCH_PROFILE_DIR and answers with its path).
 // BENCH_TRACE=1: once a second on stderr, event-loop delay, the database pool and query times.
 // BENCH_PROFILE_DIR=DIR: a CPU profile of the measured window only (not start-up or the ramp).
 import fs from 'node:fs';
