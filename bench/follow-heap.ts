@@ -3,7 +3,7 @@ import net from 'node:net';
 import { loadConfig } from '../shared/config';
 import { createContainer } from '../shared/container';
 import { migrateLatest } from '../shared/db/knex';
-import { seedTasks, stopChild } from './follow';
+import { nextMessage, seedTasks, stopChild } from './follow';
 import { forkServer, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 
@@ -29,18 +29,11 @@ const POLLS = Number(process.env.BENCH_POLLS ?? 2000);
 const BATCH = 250;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Sends `{ type }` to the server and resolves with its answer of that type. */
 function ask<T>(child: ChildProcess, type: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (message: { type?: string; port?: number }) => {
-      if (type === 'port' ? typeof message?.port !== 'number' : message?.type !== type) return;
-      child.off('message', onMessage);
-      child.off('exit', reject);
-      resolve(message as T);
-    };
-    child.on('message', onMessage);
-    child.once('exit', reject);
-    if (type !== 'port') child.send({ type });
-  });
+  const answer = nextMessage<T>(child, (message) => message?.type === type);
+  child.send({ type });
+  return answer;
 }
 
 interface HeapFigures {
@@ -52,7 +45,7 @@ interface HeapFigures {
 async function measure(file: string, env: Record<string, string>, taskIds: string[], key: string | null, snapshots = false): Promise<HeapFigures> {
   const child = forkServer(file, env, [...procfileNodeFlags('web'), '--expose-gc']);
   try {
-    const { port } = await ask<{ port: number }>(child, 'port');
+    const { port } = await nextMessage<{ port: number }>(child, (message) => typeof message?.port === 'number');
     const heap = async () => (await ask<{ heapUsed: number }>(child, 'heap')).heapUsed;
     const idle = await heap();
     let answers = 0;

@@ -61,7 +61,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 
 /** Resolves with the child's first message that `accept` takes; rejects if the child exits first. */
-function nextMessage<T>(child: ChildProcess, accept: (message: any) => boolean): Promise<T> {
+export function nextMessage<T>(child: ChildProcess, accept: (message: any) => boolean): Promise<T> {
   return new Promise((resolve, reject) => {
     const onMessage = (message: unknown) => {
       if (!accept(message)) return;

@@ -26,9 +26,10 @@ export class RequestState {
  * The outermost middleware: gives each request its id (the caller's `X-Request-Id` when sane),
  * turns anything thrown below into the spec's error response, and writes one access-log line.
  *
- * The middleware above a route chain on `next()`'s promise rather than `await` it: a long poll
- * waits below them for up to 55 s, and a suspended async function keeps its frame, registers and
- * promise alive all that time (about 0.4 KB each, thousands of waiting polls; docs/benchmarks.md).
+ * It chains on `next()`'s promise rather than `await` it (as does the rate limiter's waiting
+ * path): a long poll waits below it for up to 55 s, and a suspended async function keeps its
+ * frame, registers and promise alive all that time (about 0.4 KB each, thousands of waiting
+ * polls; docs/benchmarks.md, follow).
  */
 export function edge(logger: Logger): Middleware {
   return (ctx, next) => {

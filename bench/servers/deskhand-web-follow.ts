@@ -16,6 +16,7 @@ import v8 from 'node:v8';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { loadConfig } from '../../shared/config';
 import { startDeskhand, type RunningDeskhand } from '../../bin/start';
+import { heapAfterFullGc } from '../support/processes';
 
 let running: RunningDeskhand | null = null;
 let profiler: Session | null = null;
@@ -37,15 +38,9 @@ process.on('message', (message: { type?: string }) => {
   else if (message.type === 'window-start' && process.env.BENCH_PROFILE_DIR) void startProfile();
   else if (message.type === 'window-end' && profiler) void stopProfile(process.env.BENCH_PROFILE_DIR!);
   else if (message.type === 'stop') void stop();
-  else if (message.type === 'heap') process.send?.({ type: 'heap', ...heapAfterFullGc() });
+  else if (message.type === 'heap') process.send?.(heapAfterFullGc());
   else if (message.type === 'snapshot') process.send?.({ type: 'snapshot', file: v8.writeHeapSnapshot(path.join(process.env.BENCH_PROFILE_DIR ?? '.', `follow-web-${Date.now()}.heapsnapshot`)) });
 });
-
-/** Heap in use after a full collection (needs --expose-gc; diagnostics only). */
-function heapAfterFullGc(): { heapUsed: number } {
-  (globalThis as { gc?: () => void }).gc?.();
-  return { heapUsed: process.memoryUsage().heapUsed };
-}
 process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
 

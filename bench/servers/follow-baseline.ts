@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { createRedis } from '../../shared/redis';
+import { heapAfterFullGc } from '../support/processes';
 
 interface BaselineEvent {
   cursor: number;
@@ -79,11 +80,8 @@ process.on('message', (message: { type?: string }) => {
   if (message.type === 'stop') stop();
   // The bench reads this process's CPU time at the start and end of the measured window.
   if (message.type === 'cpu') process.send?.({ type: 'cpu', usage: process.cpuUsage() });
-  // Heap in use after a full collection (needs --expose-gc; diagnostics only).
-  if (message.type === 'heap') {
-    (globalThis as { gc?: () => void }).gc?.();
-    process.send?.({ type: 'heap', heapUsed: process.memoryUsage().heapUsed });
-  }
+  // `npm run bench -- follow-heap` reads this process's heap.
+  if (message.type === 'heap') process.send?.(heapAfterFullGc());
 });
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

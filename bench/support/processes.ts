@@ -19,6 +19,12 @@ export function procfileNodeFlags(type: string): string[] {
   return words.slice(1, words.indexOf('bin/deskhand.js'));
 }
 
+/** For a bench server's `heap` message: heap in use after a full collection (run with --expose-gc). */
+export function heapAfterFullGc(): { type: 'heap'; heapUsed: number } {
+  (globalThis as { gc?: () => void }).gc?.();
+  return { type: 'heap', heapUsed: process.memoryUsage().heapUsed };
+}
+
 /** Milliseconds of a /proc clock tick (USER_HZ is 100 on Linux). */
 export const CPU_TICK_MS = 10;
 
