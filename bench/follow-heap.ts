@@ -10,10 +10,10 @@ import { dropRedisPrefix } from './support/redis-prefix';
 /**
  * `npm run bench -- follow-heap`: how much heap a waiting long poll on
  * GET /v1/tasks/{task_id}/events keeps alive in the web process, beside the follow bench's
- * minimal Koa long-poll server. Everything a poll keeps until it is answered is copied by V8's
- * scavenger and then promoted to the old generation, so it sets how often and how long the web
- * process pauses for garbage collection while thousands of followers wait (docs/benchmarks.md,
- * follow).
+ * minimal Koa long-poll server and the same server on plain node:http (the floor). Everything a
+ * poll keeps until it is answered is copied by V8's scavenger (twice: within the young
+ * generation, then into the old), so it sets how long the web process pauses for garbage
+ * collection while thousands of followers wait (docs/benchmarks.md, follow).
  *
  * POLLS connections each ask once without waiting (the server's code paths warm, the
  * connections idle in keep-alive), the server's heap is read after a full collection, then
@@ -90,12 +90,14 @@ export async function run(): Promise<void> {
   const { org, secret } = await container.orgs.create('bench follow-heap');
   try {
     const taskIds = await seedTasks(container, org.org_id, POLLS);
+    const floor = await measure('follow-baseline.ts', { ...env, BENCH_BASELINE_SERVER: 'node' }, taskIds, null);
     const baseline = await measure('follow-baseline.ts', env, taskIds, null);
     const full = await measure('deskhand-web-follow.ts', env, taskIds, secret, Boolean(process.env.BENCH_PROFILE_DIR));
     const kb = (bytes: number) => `${(bytes / 1024).toFixed(2).padStart(6)} KB`;
     const row = (name: string, f: HeapFigures) =>
       `${name.padEnd(44)} heap per waiting poll ${kb(f.perPoll)}   per idle keep-alive connection ${kb(f.perConnection)}   idle heap ${(f.idle / 1e6).toFixed(1)} MB`;
     console.log(`follow-heap: ${POLLS} long polls waiting (wait_ms=25000), one keep-alive connection each; heap after a full collection; Node flags ${procfileNodeFlags('web').join(' ') || '(none)'}`);
+    console.log(row('node:http long poll, no framework (floor)', floor));
     console.log(row('minimal Koa long poll, no database (baseline)', baseline));
     console.log(row('GET /v1/tasks/{id}/events (full stack)', full));
     console.log(`ratio: ${(full.perPoll / baseline.perPoll).toFixed(2)}x the baseline's heap per waiting poll`);

@@ -34,9 +34,12 @@ import { dropRedisPrefix } from './support/redis-prefix';
  * database that holds requests in memory and answers them from an EventEmitter when the writer
  * publishes the event to it over Redis pub/sub instead of on the task's channel. The ratio is
  * what our follow side (rate limit, API key, validation, the task notes or PostgreSQL reads,
- * Redis subscriptions) costs on top. Each phase follows fresh tasks of its own.
+ * Redis subscriptions) costs on top. Before it, the floor: the same server with a plain
+ * node:http handler instead of Koa, what Node alone costs on this machine (on two busy cores its
+ * garbage collector's pauses already decide the p99; docs/benchmarks.md, follow). Each phase
+ * follows fresh tasks of its own.
  *
- * Both servers run with the Node flags of the Procfile's web process (BENCH_NODE_FLAGS="…"
+ * All servers run with the Node flags of the Procfile's web process (BENCH_NODE_FLAGS="…"
  * instead, to compare).
  *
  * Diagnostics: BENCH_TRACE=1 prints the web process's event-loop delay, database pool, query
@@ -53,6 +56,15 @@ const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const WAIT_MS = 25_000;
 /** Node flags of both servers: the Procfile's web process's, unless BENCH_NODE_FLAGS says otherwise. */
 const SERVER_NODE_FLAGS = process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean) : procfileNodeFlags('web');
+/**
+ * The followers' process is the measuring instrument: a pause of its own counts as latency of
+ * every answer arriving meanwhile. Its young generation is large enough that the window's garbage
+ * never fills it (no scavenge while measuring); it collects fully COLLECT_BEFORE_MS before the
+ * window opens (no marking inside); and V8's memory reducer is off (it starts a full collection
+ * 8 s after allocation slows down, which fell inside the window and paused it 14–20 ms).
+ */
+const FOLLOWER_NODE_FLAGS = ['--min-semi-space-size=64', '--max-semi-space-size=64', '--no-memory-reducer', '--expose-gc'];
+const COLLECT_BEFORE_MS = 1_000;
 /** After the writer stops: time for the last answers to arrive before the followers hang up. */
 const GRACE_MS = 2_000;
 
@@ -310,7 +322,7 @@ async function settle(server: ChildProcess): Promise<void> {
 
 /** Starts the followers against `origin`, runs the writer, and measures. */
 async function measure(server: ChildProcess, origin: string, key: string | null, taskIds: string[], writer: Writer): Promise<Figures> {
-  const load = forkServer('follow-load.ts', {});
+  const load = forkServer('follow-load.ts', {}, FOLLOWER_NODE_FLAGS);
   try {
     const started = nextMessage(load, (message) => message?.type === 'started');
     const start: FollowLoadStart = { type: 'start', origin, key, taskIds, followersPerTask: FOLLOWERS_PER_TASK, waitMs: WAIT_MS };
@@ -322,6 +334,8 @@ async function measure(server: ChildProcess, origin: string, key: string | null,
     const from = writeStart + WARMUP_SECONDS * 1000;
     const to = from + SECONDS * 1000;
     const driving = drive(writer, WARMUP_SECONDS + SECONDS);
+    await sleep(from - COLLECT_BEFORE_MS - now());
+    load.send({ type: 'collect' });
     await sleep(from - now());
     server.send({ type: 'window-start' });
     const cpuFrom = await serverCpuMs(server);
@@ -393,18 +407,20 @@ export async function run(): Promise<void> {
   const children: ChildProcess[] = [];
   try {
     // Each phase follows tasks of its own, fresh (cursor 0).
+    const floorTasks = await seedTasks(container, org.org_id);
     const baselineTasks = await seedTasks(container, org.org_id);
     const fullTasks = await seedTasks(container, org.org_id);
 
-    const bare = await startServer('follow-baseline.ts', env);
-    children.push(bare.child);
-    const baseline = await measure(bare.child, bare.origin, null, baselineTasks, eventWriter(container, baselineTasks, baselineChannel));
-    await stopChild(bare.child);
-
-    const web = await startServer('deskhand-web-follow.ts', env);
-    children.push(web.child);
-    const full = await measure(web.child, web.origin, secret, fullTasks, eventWriter(container, fullTasks, null));
-    await stopChild(web.child);
+    const phase = async (file: string, serverEnv: Record<string, string>, key: string | null, taskIds: string[], channel: string | null): Promise<Figures> => {
+      const server = await startServer(file, serverEnv);
+      children.push(server.child);
+      const figures = await measure(server.child, server.origin, key, taskIds, eventWriter(container, taskIds, channel));
+      await stopChild(server.child);
+      return figures;
+    };
+    const floor = await phase('follow-baseline.ts', { ...env, BENCH_BASELINE_SERVER: 'node' }, null, floorTasks, baselineChannel);
+    const baseline = await phase('follow-baseline.ts', env, null, baselineTasks, baselineChannel);
+    const full = await phase('deskhand-web-follow.ts', env, secret, fullTasks, null);
 
     const ms = (value: number) => `${value.toFixed(1).padStart(6)} ms`;
     const row = (name: string, f: Figures) =>
@@ -414,9 +430,10 @@ export async function run(): Promise<void> {
         `writer at ${RATE} events/s round-robin over the tasks; ${WARMUP_SECONDS} s warm-up, ${SECONDS} s measured; server, followers and writer in separate processes; ` +
         `load average ${loadAverage.toFixed(1)} on ${os.availableParallelism()} CPUs before the start`,
     );
+    console.log(row('node:http long poll, no framework (floor)', floor));
     console.log(row('minimal Koa long poll, no database (baseline)', baseline));
     console.log(row('GET /v1/tasks/{id}/events (full stack)', full));
-    for (const [name, f] of [['baseline', baseline], ['full stack', full]] as const) {
+    for (const [name, f] of [['floor', floor], ['baseline', baseline], ['full stack', full]] as const) {
       if (f.cores) {
         const c = f.cores;
         const other = c.machine - c.server - c.load - c.writer - c.postgres - c.redis;

@@ -1,7 +1,9 @@
-// The baseline of `npm run bench -- follow`: the least a long-poll server can do. Koa holds each
+// The baselines of `npm run bench -- follow`: the least a long-poll server can do. It holds each
 // GET /v1/tasks/{task_id}/events?after=N&wait_ms=M in memory and answers it when an in-process
 // EventEmitter says the task has a new event. The writer sends events over one Redis pub/sub
 // channel; the events live in this process's memory. No database, no auth, no rate limit.
+// BENCH_BASELINE_SERVER=koa (the default) serves it with a one-middleware Koa app; =node with a
+// plain node:http handler, the floor of what Node itself costs on this machine.
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -36,30 +38,45 @@ subscriber.on('message', (_channel: string, message: string) => {
 const eventsAfter = (taskId: string, after: number) => (logs.get(taskId) ?? []).filter((event) => event.cursor > after);
 const PATH = /^\/v1\/tasks\/([^/]+)\/events$/;
 
-const app = new Koa();
-app.use(async (ctx) => {
-  const match = PATH.exec(ctx.path);
-  if (!match) return ctx.throw(404);
-  const taskId = match[1]!;
-  const after = Number(ctx.query.after ?? 0);
-  const waitMs = Number(ctx.query.wait_ms ?? 0);
-  let data = eventsAfter(taskId, after);
-  if (data.length === 0 && waitMs > 0) {
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        advanced.off(taskId, done);
-        resolve();
-      };
-      const timer = setTimeout(done, waitMs);
-      advanced.on(taskId, done);
-    });
-    data = eventsAfter(taskId, after);
-  }
-  ctx.body = { data, cursor: data.length ? data[data.length - 1]!.cursor : after };
-});
+const answer = (data: BaselineEvent[], after: number) => ({ data, cursor: data.length ? data[data.length - 1]!.cursor : after });
 
-const server = http.createServer(app.callback());
+/** The task's events after `after`, once it has any or `waitMs` has passed (no async frame kept while waiting). */
+function eventsFor(taskId: string, after: number, waitMs: number): Promise<{ data: BaselineEvent[]; cursor: number }> {
+  const data = eventsAfter(taskId, after);
+  if (data.length > 0 || waitMs <= 0) return Promise.resolve(answer(data, after));
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      advanced.off(taskId, done);
+      resolve(answer(eventsAfter(taskId, after), after));
+    };
+    const timer = setTimeout(done, waitMs);
+    advanced.on(taskId, done);
+  });
+}
+
+function koaApp(): http.RequestListener {
+  const app = new Koa();
+  app.use(async (ctx) => {
+    const match = PATH.exec(ctx.path);
+    if (!match) return ctx.throw(404);
+    ctx.body = await eventsFor(match[1]!, Number(ctx.query.after ?? 0), Number(ctx.query.wait_ms ?? 0));
+  });
+  return app.callback();
+}
+
+async function nodeHandler(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const url = new URL(req.url!, 'http://baseline');
+  const match = PATH.exec(url.pathname);
+  if (!match) {
+    res.writeHead(404).end();
+    return;
+  }
+  const body = JSON.stringify(await eventsFor(match[1]!, Number(url.searchParams.get('after') ?? 0), Number(url.searchParams.get('wait_ms') ?? 0)));
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
+const server = http.createServer(process.env.BENCH_BASELINE_SERVER === 'node' ? (req, res) => void nodeHandler(req, res) : koaApp());
 // As the real web process: long polls outlive Node's default keep-alive.
 server.requestTimeout = 120_000;
 server.headersTimeout = 65_000;

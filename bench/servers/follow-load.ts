@@ -154,7 +154,9 @@ function trace(): void {
 }
 if (process.env.BENCH_TRACE) trace();
 
-process.on('message', (message: FollowLoadStart | { type: 'stop' }) => {
+process.on('message', (message: FollowLoadStart | { type: 'stop' | 'collect' }) => {
   if (message.type === 'start') void start(message);
   else if (message.type === 'stop') stop();
+  // Just before the measured window (the bench runs this process with --expose-gc).
+  else if (message.type === 'collect') (globalThis as { gc?: () => void }).gc?.();
 });
