@@ -84,7 +84,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     info: {
       title: 'Deskhand API',
       version: '1.0.0',
-      description: 'Run AI agents on people\'s computers: agents, sessions, tasks, events, guardrails, webhooks and evals.',
+      description: 'Run AI agents on people\'s computers: agents, sessions, tasks, events, guardrails, webhooks and HTTP tools (evals are not built yet).',
     },
     servers: [{ url: serverUrl }],
     paths,
