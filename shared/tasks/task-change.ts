@@ -106,10 +106,14 @@ export class TaskChange {
     this.afterCommit.push(work);
   }
 
+  /** Whether the work changed nothing (a late result, a stale step): such a change writes nothing. */
+  get empty(): boolean {
+    return Object.keys(this.changes).length === 0 && this.events.length === 0 && !this.newFrame && this.orgEvents.length === 0;
+  }
+
   /** Writes everything in the transaction; returns the ids of the org events written. */
   async flush(): Promise<string[]> {
-    // Work that decided to change nothing (a late result, a stale step) writes nothing.
-    if (Object.keys(this.changes).length === 0 && this.events.length === 0 && !this.newFrame && this.orgEvents.length === 0) return [];
+    if (this.empty) return [];
     this.set({ updated_at: this.now });
     this.row = await updateTaskWithEvents(this.trx, this.row.id, this.changes, this.events, this.newFrame);
     const ids: string[] = [];
@@ -162,7 +166,9 @@ export async function changeTask<T>(
   if (seen?.row_version) {
     const change = new TaskChange(null, seen, deps.clock.now(), deps.baseUrl);
     const value = await runUnlessLockNeeded(work, change);
-    if (value !== NEEDS_LOCK && (await change.flushIfUnchanged(deps.db))) {
+    // Work that found nothing to do on the row as read runs again on the locked row, which may
+    // be newer, and writes nothing if it still finds nothing (no needless new version).
+    if (value !== NEEDS_LOCK && !change.empty && (await change.flushIfUnchanged(deps.db))) {
       await afterWrite(deps, change, []);
       return { value, row: change.row };
     }

@@ -90,6 +90,15 @@ describe('task changes from a row read without the lock', () => {
     expect(events.filter((event) => event.message === 'after')).to.have.length(1);
   });
 
+  it('runs work that changed nothing again under the lock, and writes nothing', async () => {
+    const seen = (await readTaskForChange(deps().db, taskId))!;
+    const runs: boolean[] = [];
+    await changeTask(deps(), taskId, (change: TaskChange) => void runs.push(change.row.row_version === undefined), seen);
+    expect(runs).to.deep.equal([false, true]);
+    const stored = (await readTaskForChange(deps().db, taskId))!;
+    expect([stored.row_version, stored.updated_at.getTime(), stored.cursor]).to.deep.equal([seen.row_version, seen.updated_at.getTime(), seen.cursor]);
+  });
+
   it('runs the work again under the lock when it needs the transaction', async () => {
     const seen = (await readTaskForChange(deps().db, taskId))!;
     const runs: boolean[] = [];
