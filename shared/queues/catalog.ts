@@ -44,8 +44,8 @@ export const JOBS = Object.freeze({
       {
         task_id: Id,
         step: Type.Integer({ minimum: 0 }),
-        /** The task row as the change that scheduled this step wrote it, with its version (a hint: see `rowHint`). */
-        seen: Type.Optional(Type.Object({ id: Id, row_version: Type.String() }, { additionalProperties: true })),
+        /** Ignored: step jobs queued by earlier releases carried the task row here (still accepted, so they run after an upgrade). */
+        seen: Type.Optional(Type.Unknown()),
       },
       { additionalProperties: false },
     ),

@@ -174,11 +174,9 @@ export class TaskLoop {
     const id = stepJobId(change.row.id, n);
     change.set({ current_job_id: id, phase, phase_since: change.now, awaiting_act_id: null });
     const taskId = change.row.id;
-    // The job carries the row as this change leaves it (read when the job runs: after the write).
-    change.after(() => {
-      const seen = rowHint(change.row);
-      return this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: n, ...(seen ? { seen } : {}) }, { jobId: id, delay: delayMs, ...STEP_JOB });
-    });
+    // Ids only: the step reads the row when it runs (a job carries no state: it would sit in
+    // Redis and in Bull Board, and could be out of date by then).
+    change.after(() => this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: n }, { jobId: id, delay: delayMs, ...STEP_JOB }));
   }
 
   /** The first step of a new task (called by the service after the task row commits). */
@@ -190,12 +188,12 @@ export class TaskLoop {
 
   /**
    * Runs step job `n` of a task. `lastAttempt` tells whether a retryable model failure should
-   * end the task now instead of being retried by the queue. `seen` is the row as the change
-   * that scheduled the step left it: when it says this step is next, the row is not read again
-   * (if it changed since, the step's write finds that out and runs again on the locked row).
+   * end the task now instead of being retried by the queue. The row is read with its version,
+   * without the lock: the step's write applies only if the row is still as read, and otherwise
+   * runs again on the locked row.
    */
-  async step(taskId: string, n: number, lastAttempt = true, seen?: TaskRow): Promise<string> {
-    const row = seen?.id === taskId && seen.current_job_id === stepJobId(taskId, n) ? seen : await readTaskForChange(this.deps.db, taskId);
+  async step(taskId: string, n: number, lastAttempt = true): Promise<string> {
+    const row = await readTaskForChange(this.deps.db, taskId);
     if (!row || isDone(row.status) || row.current_job_id !== stepJobId(taskId, n)) return 'stale';
     if (row.status !== 'queued' && row.phase !== 'model' && row.phase !== 'sleep') return 'stale';
     if (row.status === 'queued') {

@@ -88,14 +88,14 @@ export async function lockTask(trx: Knex.Transaction, id: string): Promise<TaskR
 }
 
 const DATE_COLUMNS = ['phase_since', 'running_since', 'created_at', 'updated_at', 'started_at', 'ended_at'] as const;
-/** Past this, a task row is not carried along with a job or a message (the receiver reads it). */
+/** Past this, a task row is not carried along with an action (the receiver reads it). */
 const ROW_HINT_MAX_CHARS = 32 * 1024;
 
 /**
- * A task row as written, with its version, to travel with the work it schedules (the next step
- * job, an action to the computer) so that its receiver can start an unlocked change without
- * reading the row first. Only a hint: the change is written only if the row is still at that
- * version, else it runs again on the locked row. Null when the row is too large to carry.
+ * A task row as written, with its version, to travel with an action to the computer, so that
+ * the web process storing the result can start an unlocked change without reading the row first.
+ * Only a hint: the change is written only if the row is still at that version, else it runs
+ * again on the locked row. Null when the row is too large to carry. (Jobs carry ids only.)
  */
 export function rowHint(row: TaskRow): (TaskRow & { row_version: string }) | null {
   if (!row.row_version) return null;

@@ -4,6 +4,7 @@ import { connectDesktop, follow, script } from '../support/tasks';
 import { changeTask, type TaskChange } from '../../shared/tasks/task-change';
 import { readTaskForChange, rowFromHint, rowHint, type TaskRow } from '../../shared/tasks/tasks.repository';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
+import { QUEUE_NAMES } from '../../shared/queues/catalog';
 
 /**
  * `changeTask` from a row read without the lock (the loop's busiest paths): written in one
@@ -238,7 +239,7 @@ describe('task changes from a row read without the lock', () => {
       expect(carried(unlocked.row)).to.deep.equal(await readTaskForChange(deps().db, taskId));
     });
 
-    it('lets a running task take every step after the first and store every result without reading its row', async () => {
+    it('lets a running task store every result without reading its row; each step job reads it once', async () => {
       // An agent that clicks where nothing can be seen without asking.
       await service.api(key, 'POST', '/v1/agents', { agent_id: 'clicker', guardrails: { confirm: [] } });
       const other = await connectDesktop(service, key, {}, { agent_id: 'clicker' });
@@ -255,8 +256,13 @@ describe('task changes from a row read without the lock', () => {
         }
         expect(done.task, JSON.stringify(done.task)).to.include({ status: 'completed' });
         expect(done.events.filter((event) => event.type === 'action_result')).to.have.length(4);
-        // One read: the first step, queued by the API when it created the task, carries no row.
-        expect(sqls.filter(taskReads)).to.have.length(1);
+        // Step jobs carry ids only, so each reads the row once; results come with the row the
+        // action was sent with (kept by the web process) and read nothing.
+        const queue = deps().queues.queue(QUEUE_NAMES.taskSteps);
+        const stepJobs = (await queue.getJobs(['completed'])).filter((job) => job.data.task_id === done.task.task_id);
+        expect(stepJobs.map((job) => Object.keys(job.data).sort())).to.deep.equal(stepJobs.map(() => ['step', 'task_id']));
+        expect(stepJobs.length).to.be.greaterThan(4);
+        expect(sqls.filter(taskReads)).to.have.length(stepJobs.length);
       } finally {
         await other.client.close();
       }
@@ -290,13 +296,12 @@ describe('task changes from a row read without the lock', () => {
         expect([after.cursor, after.frames, after.row_version]).to.deep.equal([before.cursor, before.frames, before.row_version]);
       });
 
-      it('a step given a row from before the task was stopped does nothing', async () => {
+      it('a step job that runs after the task was stopped does nothing', async () => {
         const seen = (await readTaskForChange(deps().db, sleeperId))!;
         const step = Number(seen.current_job_id!.split('-').pop());
         expect((await service.api(key, 'POST', `/v1/tasks/${sleeperId}/stop`, {})).status).to.equal(200);
         const stopped = (await readTaskForChange(deps().db, sleeperId))!;
-        // The hint still says this step is next: the model turn runs, and its write finds the task ended.
-        await service.running.container.loop.step(sleeperId, step, true, carried(seen));
+        expect(await service.running.container.loop.step(sleeperId, step, true)).to.equal('stale');
         const after = (await readTaskForChange(deps().db, sleeperId))!;
         expect(after.status).to.equal('stopped');
         expect([after.cursor, after.steps, after.row_version]).to.deep.equal([stopped.cursor, stopped.steps, stopped.row_version]);

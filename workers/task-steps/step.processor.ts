@@ -1,6 +1,5 @@
 import type { JobHelpers } from '../runtime';
 import type { JobPayload } from '../../shared/queues/catalog';
-import { rowFromHint } from '../../shared/tasks/tasks.repository';
 
 /**
  * One step of a task: begin it, send its next action, or take a model turn (see TaskLoop). A
@@ -8,7 +7,7 @@ import { rowFromHint } from '../../shared/tasks/tasks.repository';
  * the task fails instead.
  */
 export async function stepProcessor(payload: unknown, { job, container }: JobHelpers): Promise<string> {
-  const { task_id, step, seen } = payload as JobPayload<'task-steps', 'step'>;
+  const { task_id, step } = payload as JobPayload<'task-steps', 'step'>;
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-  return container.loop.step(task_id, step, lastAttempt, seen ? rowFromHint(seen) : undefined);
+  return container.loop.step(task_id, step, lastAttempt);
 }
