@@ -1,8 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { KoaAdapter } from '@bull-board/koa';
 import type { Container } from '../../shared/container';
 import { ApiError } from '../../shared/errors';
 
@@ -26,15 +23,23 @@ function presentedToken(header: string): string | null {
   return null;
 }
 
-/**
- * Bull Board for support at /admin/queues, behind the operator credential `DESKHAND_ADMIN_TOKEN`
- * (HTTP Basic in a browser: any user name, the token as password). Closed when the token is unset.
- */
-export function bullBoard(container: Container): Middleware {
+/** Bull Board's Koa middleware over every queue of the catalog. */
+async function loadBoard(container: Container): Promise<Middleware> {
+  const [{ createBullBoard }, { BullMQAdapter }, { KoaAdapter }] = await Promise.all([import('@bull-board/api'), import('@bull-board/api/bullMQAdapter'), import('@bull-board/koa')]);
   const adapter = new KoaAdapter();
   adapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({ queues: container.queues.all().map((queue) => new BullMQAdapter(queue)), serverAdapter: adapter });
-  const board = adapter.registerPlugin();
+  return adapter.registerPlugin();
+}
+
+/**
+ * Bull Board for support at /admin/queues, behind the operator credential `DESKHAND_ADMIN_TOKEN`
+ * (HTTP Basic in a browser: any user name, the token as password). Closed when the token is unset.
+ * Bull Board is loaded on the first admitted request: a web process nobody opens it on does not
+ * carry it (about 7 MB of heap).
+ */
+export function bullBoard(container: Container): Middleware {
+  let board: Promise<Middleware> | null = null;
   const adminToken = container.config.adminToken;
   const prefix = `${BULL_BOARD_PATH}/`;
   // Every other path passes straight on.
@@ -48,6 +53,10 @@ export function bullBoard(container: Container): Middleware {
       ctx.set('WWW-Authenticate', 'Basic realm="Deskhand queues"');
       throw new ApiError('authentication', 'Bull Board needs the admin credential (DESKHAND_ADMIN_TOKEN)');
     }
-    return board(ctx, next);
+    board ??= loadBoard(container).catch((error: unknown) => {
+      board = null;
+      throw error;
+    });
+    return board.then((middleware) => middleware(ctx, next));
   };
 }

@@ -9,7 +9,8 @@ const run = promisify(execFile);
 const root = path.join(__dirname, '..', '..');
 const bin = path.join(root, 'bin', 'deskhand.js');
 /** As production runs it: `bin/deskhand.js` takes the compiled build in dist/ when DESKHAND_ENV=production. */
-const productionEnv = () => ({ ...process.env, ...testEnv({ DESKHAND_ENV: 'production', LOG_LEVEL: 'info' }) });
+const ADMIN_TOKEN = 'compiled-build-admin-token-0123456789';
+const productionEnv = () => ({ ...process.env, ...testEnv({ DESKHAND_ENV: 'production', LOG_LEVEL: 'info', DESKHAND_ADMIN_TOKEN: ADMIN_TOKEN }) });
 
 describe('the compiled build (npm run build, run with DESKHAND_ENV=production)', function () {
   this.timeout(180_000);
@@ -42,6 +43,10 @@ describe('the compiled build (npm run build, run with DESKHAND_ENV=production)',
       // Production keys are live keys: a test key is refused before any lookup.
       const me = await fetch(`http://127.0.0.1:${port}/v1/me`, { headers: { authorization: 'Bearer dh_test_nope' } });
       expect(me.status).to.equal(401);
+      // Bull Board, loaded on first use, from the compiled build too.
+      const board = await fetch(`http://127.0.0.1:${port}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(board.status).to.equal(200);
+      expect(((await board.json()) as { queues: Array<{ name: string }> }).queues.map((queue) => queue.name)).to.include('task-steps');
       const exited = once(child, 'exit');
       child.kill('SIGTERM');
       const [code] = await exited;
