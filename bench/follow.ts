@@ -54,7 +54,7 @@ const RATE = Number(process.env.BENCH_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const WAIT_MS = 25_000;
-/** Node flags of both servers: the Procfile's web process's, unless BENCH_NODE_FLAGS says otherwise. */
+/** Node flags of the servers (floor, baseline, web process): the Procfile's web process's, unless BENCH_NODE_FLAGS says otherwise. */
 const SERVER_NODE_FLAGS = process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH_NODE_FLAGS.split(/\s+/).filter(Boolean) : procfileNodeFlags('web');
 /**
  * The followers' process is the measuring instrument: a pause of its own counts as latency of
