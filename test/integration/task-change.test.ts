@@ -227,7 +227,7 @@ describe('task changes from a row read without the lock', () => {
     });
   });
 
-  describe('the row carried with the work a change schedules', () => {
+  describe('the row carried with the action a change sends to the computer', () => {
     /** What a hint becomes on the way to another process: JSON. */
     const carried = (row: TaskRow) => rowFromHint(JSON.parse(JSON.stringify(rowHint(row))));
     const taskReads = (sql: string) => /xmin::text as row_version from "tasks"/.test(sql);
