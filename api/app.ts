@@ -5,7 +5,8 @@ import type { Container } from '../shared/container';
 import { notFound } from '../shared/errors';
 import { edge, type RequestState } from './middleware/edge';
 import { jsonBody, DEFAULT_BODY_LIMIT_BYTES } from './middleware/json-body';
-import { rateLimitByIp } from './middleware/rate-limit';
+import { rateLimitByIp, rateLimitMiddleware } from './middleware/rate-limit';
+import { longPollListener } from './long-polls';
 import { bullBoard } from './admin/bull-board';
 import { defineRoute, mountRoutes, type RouteSpec } from './routing';
 import { buildOpenApiDocument } from './openapi';
@@ -41,7 +42,11 @@ export function allRoutes(container: Container): RouteSpec[] {
   return routes;
 }
 
-/** The Koa application: the edge (request id, errors, access log) first, then the /v1 gates, then the routes. */
+/**
+ * The Koa application: the edge (request id, errors, access log) first, then the /v1 gates, then
+ * the routes; and `listener`, the web server's request handler: long polls on node:http
+ * (api/long-polls.ts, through the same steps), everything else through Koa.
+ */
 export function createApp(container: Container, options: { validateResponses?: boolean } = {}) {
   const app = new Koa({ proxy: container.config.trustProxy });
   const routes = allRoutes(container);
@@ -51,7 +56,8 @@ export function createApp(container: Container, options: { validateResponses?: b
     validateResponses: options.validateResponses ?? false,
   });
   const largeBodyPaths = new Set(routes.filter((route) => route.bodyLimitBytes).map((route) => route.path));
-  const limitV1 = rateLimitByIp({ redis: container.redis, prefix: container.config.redisPrefix, pointsPerHour: container.config.rateLimitPerHour });
+  const limiter = rateLimitByIp({ redis: container.redis, prefix: container.config.redisPrefix, pointsPerHour: container.config.rateLimitPerHour });
+  const limitV1 = rateLimitMiddleware(limiter);
 
   app.use(edge(container.logger));
   app.use(bullBoard(container));
@@ -87,5 +93,16 @@ export function createApp(container: Container, options: { validateResponses?: b
   app.use((ctx) => {
     throw notFound(`No route ${ctx.method} ${ctx.path}`);
   });
-  return { app, routes, router };
+  const listener = longPollListener(
+    routes,
+    {
+      logger: container.logger,
+      limiter,
+      authenticate: (header) => container.apiKeys.known(header) ?? container.apiKeys.authenticate(header),
+      trustProxy: container.config.trustProxy,
+      validateResponses: options.validateResponses ?? false,
+    },
+    app.callback(),
+  );
+  return { app, routes, router, listener };
 }

@@ -26,6 +26,7 @@ export interface HandlerInput<P, Q, B> {
   auth: AuthContext;
   requestId: string;
   logger: Logger;
+  /** Koa's context; long-poll routes are served without Koa and have none (reading it throws). */
   ctx: Context;
 }
 
@@ -46,6 +47,12 @@ export interface RouteSpec<
   params?: P;
   query?: Q;
   body?: B;
+  /**
+   * A long poll, held open by the thousands: its GETs are served on node:http beside Koa, which
+   * keeps a third of the memory per waiting request (api/long-polls.ts). The handler returns its
+   * body and has no `ctx`.
+   */
+  longPoll?: boolean;
   /** Body size limit for this route, when larger than the default. */
   bodyLimitBytes?: number;
   /** 200 response schema, or a non-JSON content type the handler writes itself. */
@@ -147,24 +154,46 @@ export function koaPath(path: string): string {
   return path.replace(/\{([^}]+)\}/g, ':$1');
 }
 
+/** What a route checks of every request and response, compiled once. */
+export interface CompiledRoute {
+  route: RouteSpec;
+  /** Validated path parameters and query (defaults filled in, types coerced); throws the 400. */
+  input(params: Record<string, string>, query: Record<string, unknown>): { params: Record<string, string>; query: Record<string, unknown> };
+  /** Throws when checking responses (tests) and `result` does not match the route's schema: a 500. */
+  checkResponse(result: unknown): void;
+}
+
+export function compileRoute(route: RouteSpec, validateResponses: boolean): CompiledRoute {
+  const validateParams = compile(queryAjv, route.params);
+  const validateQuery = compile(queryAjv, route.query);
+  const validateResponse = validateResponses && !('contentType' in route.response) ? responseAjv.compile(route.response) : null;
+  return {
+    route,
+    input(params, query) {
+      check(validateParams, params, 'path');
+      check(validateQuery, query, 'query');
+      return { params, query };
+    },
+    checkResponse(result) {
+      if (validateResponse && !validateResponse(result)) {
+        throw new Error(`response of ${route.operationId} does not match its schema: ${responseAjv.errorsText(validateResponse.errors)}`);
+      }
+    },
+  };
+}
+
 /** Registers `routes` on `router`, each wrapped with auth, validation and serialization. */
 export function mountRoutes(router: Router, routes: RouteSpec[], options: MountOptions): void {
   for (const route of routes) {
-    const validateParams = compile(queryAjv, route.params);
-    const validateQuery = compile(queryAjv, route.query);
+    const compiled = compileRoute(route, options.validateResponses);
     const validateBody = compile(bodyAjv, route.body);
-    const validateResponse =
-      options.validateResponses && !('contentType' in route.response) ? responseAjv.compile(route.response) : null;
 
     router[route.method](route.operationId, koaPath(route.path), async (ctx: Context) => {
       const state = ctx.state as RequestState;
       if (route.auth === 'api_key' && !state.auth) {
         state.auth = await options.authenticate(ctx.get('authorization') || undefined);
       }
-      const params = { ...(ctx.params as Record<string, string>) };
-      check(validateParams, params, 'path');
-      const query: Record<string, unknown> = { ...ctx.query };
-      check(validateQuery, query, 'query');
+      const { params, query } = compiled.input({ ...(ctx.params as Record<string, string>) }, { ...ctx.query });
       let body: unknown = undefined;
       if (route.body) {
         body = (ctx.request as unknown as { body?: unknown }).body;
@@ -184,9 +213,7 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
       } as HandlerInput<TObject, TObject, TSchema>);
       // A handler that returns nothing wrote the response itself (a PNG, a 503 with its own body).
       if ('contentType' in route.response || result === undefined) return;
-      if (validateResponse && !validateResponse(result)) {
-        throw new Error(`response of ${route.operationId} does not match its schema: ${responseAjv.errorsText(validateResponse.errors)}`);
-      }
+      compiled.checkResponse(result);
       ctx.status = 200;
       ctx.body = result;
     });

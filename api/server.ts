@@ -13,14 +13,14 @@ export interface WebServer {
   close(): Promise<void>;
 }
 
-/** The web process: the Koa API on one HTTP server (the socket.io gateway attaches here too). */
+/** The web process: the API (Koa, and long polls beside it) on one HTTP server (the socket.io gateway attaches here too). */
 export async function startWeb(
   container: Container,
   options: { port?: number; validateResponses?: boolean; inboxes?: DesktopInbox[] } = {},
 ): Promise<WebServer> {
   await container.apiKeys.listenForRevocations();
-  const { app } = createApp(container, { validateResponses: options.validateResponses });
-  const server = http.createServer(app.callback());
+  const { listener } = createApp(container, { validateResponses: options.validateResponses });
+  const server = http.createServer(listener);
   const gateway = attachDesktopGateway(server, container, options.inboxes ?? []);
   // Long polls wait up to 55 s; keep sockets and requests alive past that.
   server.requestTimeout = 120_000;

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import { ApiError } from '../../shared/errors';
 import type { RequestState } from './edge';
 import { isLegacyPath } from '../legacy-paths';
+import type { Logger } from '../../shared/logger';
 
 interface HttpLikeError {
   status?: number;
@@ -34,22 +35,32 @@ function legacyBody(error: ApiError): Record<string, unknown> {
   return body;
 }
 
+/** An error as the response it becomes: status, body and headers. */
+export interface ErrorResponse {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
 /**
  * The one place errors become responses: `ApiError` as the spec's body, client errors from
  * libraries as `invalid_request`, anything else as a generic 500 with the stack logged. Requests
  * to the older session-token API's paths get its shape, `{ error: "<message>", code?, … }`,
- * with the same statuses.
+ * with the same statuses. Koa's edge and the long-poll routes (api/long-polls.ts) both use it;
+ * `state.logger` (made on first use) is read only for a 500.
  */
-export function respondWithError(ctx: Context, caught: unknown): void {
+export function errorResponse(caught: unknown, path: string, state: { readonly logger?: Logger }): ErrorResponse {
   const apiError = caught instanceof ApiError ? caught : fromHttpError(caught as HttpLikeError);
-  const toBody = (error: ApiError) => (isLegacyPath(ctx.path) ? legacyBody(error) : error.toBody());
-  if (apiError) {
-    ctx.status = apiError.status;
-    ctx.body = toBody(apiError);
-    for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
-    return;
-  }
-  (ctx.state as RequestState).logger?.error({ err: caught }, 'unhandled error');
-  ctx.status = 500;
-  ctx.body = toBody(new ApiError('server_error', 'Something went wrong on our side; retry with backoff'));
+  const toBody = (error: ApiError) => (isLegacyPath(path) ? legacyBody(error) : error.toBody());
+  if (apiError) return { status: apiError.status, body: toBody(apiError), headers: apiError.headers };
+  state.logger?.error({ err: caught }, 'unhandled error');
+  return { status: 500, body: toBody(new ApiError('server_error', 'Something went wrong on our side; retry with backoff')), headers: {} };
+}
+
+/** `errorResponse` on a Koa context. */
+export function respondWithError(ctx: Context, caught: unknown): void {
+  const { status, body, headers } = errorResponse(caught, ctx.path, ctx.state as RequestState);
+  ctx.status = status;
+  ctx.body = body;
+  for (const [name, value] of Object.entries(headers)) ctx.set(name, value);
 }

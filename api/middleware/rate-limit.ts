@@ -1,4 +1,6 @@
+import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware } from 'koa';
+import type { Logger } from '../../shared/logger';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from '../../shared/redis';
 import { ApiError } from '../../shared/errors';
@@ -25,6 +27,19 @@ interface Reservation {
   resetAt: number;
 }
 
+/** A per-address request budget; Koa's middleware and the long-poll routes share one. */
+export interface AddressLimiter {
+  /**
+   * Spends a point of `address`'s budget and answers the rate-limit headers to send, at once
+   * when this process holds a reserved point, else once Redis has answered; throws the 429.
+   * `state.logger` is read only to warn that Redis failed (a request's logger is made on first use).
+   */
+  take(address: string, state: { readonly logger: Logger }): RateLimitHeaders | Promise<RateLimitHeaders>;
+}
+
+/** `X-RateLimit-Limit` and `X-RateLimit-Remaining`; none when the limiter failed and let the request through. */
+export type RateLimitHeaders = Record<string, string>;
+
 /**
  * Requests per client address per hour, counted in Redis so that every web process shares the
  * budget. To spare a Redis round trip on most requests, a process reserves a block of points
@@ -33,7 +48,7 @@ interface Reservation {
  * lost for the rest of that hour (at most a block per process and address). If Redis is
  * unreachable, an in-process limiter with the same budget stands in rather than refusing traffic.
  */
-export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPerHour: number }): Middleware {
+export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPerHour: number }): AddressLimiter {
   const limiter = new RateLimiterRedis({
     storeClient: options.redis,
     keyPrefix: `${options.prefix}:rl:ip`,
@@ -103,15 +118,12 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
     });
   }
 
-  const setHeaders = (ctx: Context, remaining: number) => {
-    ctx.set('X-RateLimit-Limit', limitHeader);
-    ctx.set('X-RateLimit-Remaining', String(remaining));
-  };
+  const headers = (remaining: number): RateLimitHeaders => ({ 'X-RateLimit-Limit': limitHeader, 'X-RateLimit-Remaining': String(remaining) });
 
-  /** Waits for a point of `address`'s budget and sets the headers; throws the 429. */
-  async function waitForPoint(ctx: Context, address: string): Promise<void> {
+  /** Waits for a point of `address`'s budget; throws the 429. */
+  async function waitForPoint(address: string, state: { readonly logger: Logger }): Promise<RateLimitHeaders> {
     try {
-      setHeaders(ctx, await take(address));
+      return headers(await take(address));
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {
         const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
@@ -119,17 +131,37 @@ export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPer
           headers: { 'Retry-After': String(seconds) },
         });
       }
-      (ctx.state as RequestState).logger.warn({ err: rejection }, 'rate limiter failed; request let through');
+      state.logger.warn({ err: rejection }, 'rate limiter failed; request let through');
+      return {};
     }
   }
 
-  // Most requests spend a point reserved earlier and go on without waiting for anything.
+  return {
+    take(address, state) {
+      // Most requests spend a point reserved earlier and go on without waiting for anything.
+      const remaining = waiting.has(address) ? null : spend(address, Date.now());
+      return remaining === null ? waitForPoint(address, state) : headers(remaining);
+    },
+  };
+}
+
+/** The client's address as Koa's `ctx.ip` gives it: with `proxy`, the first `X-Forwarded-For` entry. */
+export function clientAddress(req: IncomingMessage, proxy: boolean): string {
+  const forwarded = proxy ? req.headers['x-forwarded-for'] : undefined;
+  const first = typeof forwarded === 'string' ? forwarded.split(',')[0]!.trim() : '';
+  return first || req.socket.remoteAddress || 'unknown';
+}
+
+/** The limiter as Koa middleware, keyed by `ctx.ip`. */
+export function rateLimitMiddleware(limiter: AddressLimiter): Middleware {
+  const setHeaders = (ctx: Context, headers: RateLimitHeaders) => {
+    for (const name in headers) ctx.set(name, headers[name]!);
+  };
   return (ctx, next) => {
-    const address = ctx.ip || 'unknown';
-    const remaining = waiting.has(address) ? null : spend(address, Date.now());
+    const taken = limiter.take(ctx.ip || 'unknown', ctx.state as RequestState);
     // Not `await next()` in an async function: a long poll below would keep that frame for its wait.
-    if (remaining === null) return waitForPoint(ctx, address).then(() => next());
-    setHeaders(ctx, remaining);
+    if (taken instanceof Promise) return taken.then((headers) => (setHeaders(ctx, headers), next()));
+    setHeaders(ctx, taken);
     return next();
   };
 }

@@ -70,6 +70,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       description: 'Call again with the returned cursor until task.done is true, answering task.pending when set.',
       tag: 'Tasks',
       auth: 'api_key',
+      longPoll: true,
       params: TaskPath,
       query: Type.Object(
         {
@@ -80,7 +81,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       ),
       response: Type.Object({ data: Type.Array(TaskEventSchema), cursor: Type.Integer({ minimum: 0 }), task: TaskSchema }),
       errors: [404],
-      handler: async ({ auth, params, query }) => tasks.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0),
+      handler: ({ auth, params, query }) => tasks.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0),
     }),
     defineRoute({
       method: 'post',

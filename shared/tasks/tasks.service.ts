@@ -54,6 +54,13 @@ export interface TasksDeps {
 
 const UNIQUE_VIOLATION = '23505';
 
+/** What a follower is answered: the events after its cursor, the cursor to ask from next, the task. */
+export interface FollowAnswer {
+  data: TaskEvent[];
+  cursor: number;
+  task: Task;
+}
+
 /** What one follow read sees: the task, then its events after the cursor asked for. */
 interface FollowState {
   row: TaskObjectRow;
@@ -343,35 +350,55 @@ export class TasksService {
    * Events after `after`; when there are none yet, waits up to `waitMs` for one. A Redis
    * notification wakes the wait within milliseconds of the write; nothing polls the database.
    */
-  async follow(orgId: string, taskId: string, after: number, waitMs: number): Promise<{ data: TaskEvent[]; cursor: number; task: Task }> {
+  async follow(orgId: string, taskId: string, after: number, waitMs: number): Promise<FollowAnswer> {
     if (waitMs > MAX_WAIT_MS) throw invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`);
+    if (waitMs === 0) return this.answer(after, this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after)));
+    // Listen before the first read: an event committed after that read is then always heard.
+    const wait = this.listen(taskId, after);
+    const unsubscribe = await wait.subscribed;
     let state: FollowState | null = null;
-    if (waitMs === 0) {
-      state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
-    } else {
-      // Listen before the first read: an event committed after that read is then always heard.
-      let wake: () => void = () => undefined;
-      const woken = new Promise<void>((resolve) => (wake = resolve));
-      const unsubscribe = await this.deps.notifier.subscribe(taskChannel(taskId), (message) => {
-        const note = this.decodeNote(message);
-        if (!note || note.cursor > after) wake();
-      });
-      try {
-        // A follower asking again right after its answer usually finds nothing new yet.
-        if (!this.nothingNewSinceLastRead(orgId, taskId, after)) state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
-        if (!state || (state.data.length === 0 && !isDone(state.row.status))) {
-          // Nothing of that read is answered: a waiting follower keeps none of it (~1 KB each).
-          state = null;
-          const timer = setTimeout(wake, waitMs);
-          await woken;
-          clearTimeout(timer);
-          state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
-        }
-      } finally {
-        await unsubscribe();
-      }
+    try {
+      // A follower asking again right after its answer usually finds nothing new yet.
+      if (!this.nothingNewSinceLastRead(orgId, taskId, after)) state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
+    } catch (error) {
+      await unsubscribe();
+      throw error;
     }
-    const { row, data } = state;
+    if (state && (state.data.length > 0 || isDone(state.row.status))) {
+      await unsubscribe();
+      return this.answer(after, state);
+    }
+    return this.answerWhenWoken(orgId, taskId, after, waitMs, wait, unsubscribe);
+  }
+
+  /**
+   * Listens on the task's channel: `woken` resolves on the first note past `after` (or one that
+   * cannot be read), `wake` resolves it early. Not an async function, and neither is
+   * `answerWhenWoken`: closures made in one would keep its suspended frame (~0.5 KB) alive for
+   * as long as the follower waits, and thousands wait at once (docs/benchmarks.md, follow).
+   */
+  private listen(taskId: string, after: number): { woken: Promise<void>; wake: () => void; subscribed: Promise<() => Promise<void>> } {
+    let wake: () => void = () => undefined;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const subscribed = this.deps.notifier.subscribe(taskChannel(taskId), (message) => {
+      const note = this.decodeNote(message);
+      if (!note || note.cursor > after) wake();
+    });
+    return { woken, wake, subscribed };
+  }
+
+  /** Waits for a note or `waitMs`, then answers from the newest notes or a read. */
+  private answerWhenWoken(orgId: string, taskId: string, after: number, waitMs: number, wait: { woken: Promise<void>; wake: () => void }, unsubscribe: () => Promise<void>): Promise<FollowAnswer> {
+    const timer = setTimeout(wait.wake, waitMs);
+    return wait.woken.then(() => {
+      clearTimeout(timer);
+      void unsubscribe();
+      const known = this.fromRecentNotes(orgId, taskId, after);
+      return known ? this.answer(after, known) : this.readFollowState(orgId, taskId, after).then((read) => this.answer(after, read));
+    });
+  }
+
+  private answer(after: number, { row, data }: FollowState): FollowAnswer {
     const cursor = data.length ? data[data.length - 1]!.cursor : Math.max(after, 0);
     return { data, cursor, task: this.toTask(row) };
   }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestService, type TestService } from '../support/service';
-import { connectDesktop, follow, script } from '../support/tasks';
+import { connectDesktop, follow, script, startSleepingTask } from '../support/tasks';
 import { changeTask, type TaskChange } from '../../shared/tasks/task-change';
 import { readTaskForChange, rowFromHint, rowHint, type TaskRow } from '../../shared/tasks/tasks.repository';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
@@ -21,14 +21,8 @@ describe('task changes from a row read without the lock', () => {
     // Queues of its own: jobs other suites left behind must not reach this worker.
     service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_REDIS_PREFIX: `task-change-${Date.now()}` }, ['web', 'worker-agent']);
     ({ key } = await service.newOrg());
-    const connected = await connectDesktop(service, key);
-    desktop = connected.client;
-    const { code } = connected;
-    const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: script('sleep 3600') });
-    if (started.status !== 200) throw new Error(JSON.stringify(started.body));
-    taskId = started.body.task_id;
     // Asleep for an hour: nothing of the loop's touches the row while the tests change it.
-    await follow(service, key, taskId, (_task, events) => events.some((event) => event.type === 'sleep'));
+    ({ taskId, desktop } = await startSleepingTask(service, key));
   });
   after(async () => {
     await desktop.close();

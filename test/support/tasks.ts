@@ -52,3 +52,16 @@ export async function follow(
 
 /** A script for the scripted model, one step per line. */
 export const script = (...lines: string[]) => lines.join('\n');
+
+/**
+ * A task that runs and then sleeps for an hour on a new session's reference desktop client, so
+ * that nothing of the loop's touches it while a test does; returns it once asleep.
+ */
+export async function startSleepingTask(service: TestService, key: string): Promise<{ taskId: string; desktop: DesktopClient }> {
+  const connected = await connectDesktop(service, key);
+  const started = await service.api(key, 'POST', `/v1/sessions/${connected.code}/tasks`, { prompt: script('sleep 3600') });
+  if (started.status !== 200) throw new Error(JSON.stringify(started.body));
+  const taskId = started.body.task_id as string;
+  await follow(service, key, taskId, (_task, events) => events.some((event) => event.type === 'sleep'));
+  return { taskId, desktop: connected.client };
+}

@@ -1,0 +1,143 @@
+import type http from 'node:http';
+import type { TObject, TSchema } from '@sinclair/typebox';
+import type { AuthContext } from '../shared/api-keys/api-keys.service';
+import type { Logger } from '../shared/logger';
+import { RequestState, requestIdFrom } from './middleware/edge';
+import { errorResponse } from './middleware/errors';
+import { clientAddress, type AddressLimiter, type RateLimitHeaders } from './middleware/rate-limit';
+import { compileRoute, type CompiledRoute, type HandlerInput, type RouteSpec } from './routing';
+
+/** What the long-poll routes share with Koa's chain. */
+export interface LongPollDeps {
+  logger: Logger;
+  limiter: AddressLimiter;
+  authenticate(header: string | undefined): AuthContext | Promise<AuthContext>;
+  /** Koa's `proxy`: the client's address is the first `X-Forwarded-For` entry. */
+  trustProxy: boolean;
+  validateResponses: boolean;
+}
+
+interface Target {
+  pattern: RegExp;
+  names: string[];
+  compiled: CompiledRoute;
+}
+
+/**
+ * Long-poll routes (`longPoll: true`; today GET /v1/tasks/{task_id}/events) served on node:http
+ * beside Koa, through the same steps as Koa's chain for /v1: the request id, the rate limit, the
+ * API key, the route's validation, its handler, the spec's error shape and one access-log line,
+ * each done by the same function Koa's middleware calls.
+ *
+ * Why: a long poll waits up to 55 s, thousands wait at once, and everything a waiting request
+ * keeps is copied by V8's scavenger, whose pauses set the wake-up latency of every follower.
+ * Through Koa a waiting poll kept 9.7 KB: Koa's context and its `on-finished` listener (which
+ * live until the response ends) and a suspended frame per awaiting middleware. Here it keeps
+ * 4.2 KB, against 2.7 KB for Node's own request and response (docs/benchmarks.md, follow).
+ *
+ * Only a GET of a long-poll route's exact path is taken here; anything else (HEAD, a trailing
+ * slash, other letter case) goes on to Koa, where the same route is mounted and answers alike.
+ */
+export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: http.RequestListener): http.RequestListener {
+  const targets: Target[] = routes
+    .filter((route) => route.longPoll)
+    .map((route) => {
+      if (route.method !== 'get' || route.auth !== 'api_key' || 'contentType' in route.response) {
+        throw new Error(`long-poll route ${route.operationId} must be a GET with an API key that returns JSON`);
+      }
+      const names: string[] = [];
+      const source = route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{([^}]+)\}/g, (_match, name: string) => {
+        names.push(name);
+        return '([^/]+)';
+      });
+      return { pattern: new RegExp(`^${source}$`), names, compiled: compileRoute(route, deps.validateResponses) };
+    });
+
+  return (req, res) => {
+    if (req.method !== 'GET' || targets.length === 0) return koa(req, res);
+    const url = req.url ?? '';
+    const mark = url.indexOf('?');
+    const path = mark < 0 ? url : url.slice(0, mark);
+    for (const target of targets) {
+      const found = target.pattern.exec(path);
+      if (found) return serve(target, found, path, mark < 0 ? '' : url.slice(mark + 1), req, res);
+    }
+    return koa(req, res);
+  };
+
+  /**
+   * One request, chained rather than awaited: a waiting poll keeps no suspended frame of ours,
+   * and its response headers wait in one small object rather than in Node's header lists.
+   */
+  function serve(target: Target, found: RegExpExecArray, path: string, search: string, req: http.IncomingMessage, res: http.ServerResponse): void {
+    const started = performance.now();
+    const state = new RequestState(deps.logger, requestIdFrom(req.headers['x-request-id'] as string | undefined));
+    const headers: Record<string, string> = { 'X-Request-Id': state.requestId };
+    const answer = (status: number, body: unknown) => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+      res.end(text);
+      if (deps.logger.isLevelEnabled('info')) state.logger.info({ method: 'GET', path, status, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
+    };
+    const fail = (caught: unknown) => {
+      const error = errorResponse(caught, path, state);
+      Object.assign(headers, error.headers);
+      answer(error.status, error.body);
+    };
+    const succeed = (result: unknown) => {
+      try {
+        target.compiled.checkResponse(result);
+        answer(200, result);
+      } catch (caught) {
+        if (!res.headersSent) fail(caught);
+      }
+    };
+    const call = (auth: AuthContext) => {
+      const params: Record<string, string> = {};
+      target.names.forEach((name, n) => (params[name] = decode(found[n + 1]!)));
+      return target.compiled.route.handler({
+        ...target.compiled.input(params, queryObject(search)),
+        body: undefined,
+        auth,
+        requestId: state.requestId,
+        get logger() {
+          return state.logger;
+        },
+        get ctx(): never {
+          throw new Error(`${target.compiled.route.operationId} is a long-poll route, served without Koa: it has no ctx`);
+        },
+      } as HandlerInput<TObject, TObject, TSchema>);
+    };
+    const authenticateThenCall = (limitHeaders: RateLimitHeaders) => {
+      Object.assign(headers, limitHeaders);
+      const auth = deps.authenticate(req.headers.authorization || undefined);
+      return auth instanceof Promise ? auth.then(call) : call(auth);
+    };
+    try {
+      const taken = deps.limiter.take(clientAddress(req, deps.trustProxy), state);
+      (taken instanceof Promise ? taken.then(authenticateThenCall) : authenticateThenCall(taken)).then(succeed, fail);
+    } catch (caught) {
+      fail(caught);
+    }
+  }
+}
+
+/** A path segment as @koa/router gives it: decoded, or as sent when it is not valid percent-encoding. */
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** The query as Koa's `ctx.query` gives it: a repeated key's values as an array. */
+function queryObject(search: string): Record<string, unknown> {
+  const parsed = new URLSearchParams(search);
+  const query: Record<string, unknown> = Object.create(null);
+  for (const key of parsed.keys()) {
+    const values = parsed.getAll(key);
+    query[key] = values.length <= 1 ? values[0] : values;
+  }
+  return query;
+}

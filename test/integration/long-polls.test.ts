@@ -1,0 +1,110 @@
+import { expect } from 'chai';
+import { startTestService, type ApiResponse, type TestService } from '../support/service';
+import { startSleepingTask } from '../support/tasks';
+import { changeTask } from '../../shared/tasks/task-change';
+import type { DesktopClient } from '../../shared/simulator/desktop-client';
+
+/**
+ * GET /v1/tasks/{task_id}/events is served on node:http beside Koa (api/long-polls.ts). A GET of
+ * its exact path takes that way; the same path with a trailing slash goes through Koa's router,
+ * so comparing the two shows both answer alike.
+ */
+describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
+  let service: TestService;
+  let key: string;
+  let taskId: string;
+  let desktop: DesktopClient;
+
+  before(async () => {
+    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_REDIS_PREFIX: `long-polls-${Date.now()}` }, ['web', 'worker-agent']);
+    ({ key } = await service.newOrg());
+    ({ taskId, desktop } = await startSleepingTask(service, key));
+  });
+  after(async () => {
+    await desktop.close();
+    await service.stop();
+  });
+
+  /** What a caller sees of an answer, without what changes from one moment to the next. */
+  const seen = (response: ApiResponse) => ({
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    requestId: response.headers.get('x-request-id'),
+    limit: response.headers.get('x-ratelimit-limit'),
+    hasRemaining: response.headers.has('x-ratelimit-remaining'),
+    body: response.status === 200 ? { data: response.body.data, cursor: response.body.cursor, task: response.body.task.task_id } : response.body,
+  });
+
+  const cases: Array<[string, (id: string) => string, string | null]> = [
+    ['everything so far', (id) => `/v1/tasks/${id}/events?after=0`, 'key'],
+    ['a later cursor, no wait', (id) => `/v1/tasks/${id}/events?after=2&wait_ms=0`, 'key'],
+    ['wait_ms over 55000', (id) => `/v1/tasks/${id}/events?wait_ms=55001`, 'key'],
+    ['a negative cursor', (id) => `/v1/tasks/${id}/events?after=-1`, 'key'],
+    ['a cursor that is not a number', (id) => `/v1/tasks/${id}/events?after=x`, 'key'],
+    ['a repeated parameter', (id) => `/v1/tasks/${id}/events?after=1&after=2`, 'key'],
+    ['an unknown parameter', (id) => `/v1/tasks/${id}/events?colour=red`, 'key'],
+    ['an unknown task', () => `/v1/tasks/task_nope/events`, 'key'],
+    ['no API key', (id) => `/v1/tasks/${id}/events`, null],
+    ['a malformed API key', (id) => `/v1/tasks/${id}/events`, 'dh_live_nonsense'],
+  ];
+  for (const [name, path, which] of cases) {
+    it(`answers ${name} as Koa's router does`, async () => {
+      const as = which === 'key' ? key : which;
+      const headers = { 'x-request-id': 'req-long-poll-1' };
+      const direct = await service.api(as, 'GET', path(taskId), undefined, headers);
+      const throughKoa = await service.api(as, 'GET', path(taskId).replace('/events', '/events/'), undefined, headers);
+      expect(seen(direct)).to.deep.equal(seen(throughKoa));
+      expect(direct.headers.get('x-request-id')).to.equal('req-long-poll-1');
+    });
+  }
+
+  it('gives each request an id when the caller sends none or a bad one', async () => {
+    const answer = await service.api(key, 'GET', `/v1/tasks/${taskId}/events`, undefined, { 'x-request-id': 'not ok!' });
+    expect(answer.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers a waiting poll when an event is written', async () => {
+    const before = await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=0`);
+    const waiting = service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${before.body.cursor}&wait_ms=20000`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = Date.now();
+    const deps = { ...service.running.container, baseUrl: service.running.container.config.baseUrl };
+    await changeTask(deps, taskId, (change) => change.event('note', 'woken'));
+    const answer = await waiting;
+    expect(Date.now() - started).to.be.below(2000);
+    expect(answer.status).to.equal(200);
+    expect(answer.body.data.map((event: { message: string }) => event.message)).to.deep.equal(['woken']);
+    expect(answer.body.cursor).to.equal(before.body.cursor + 1);
+  });
+
+  it('still serves HEAD (through Koa)', async () => {
+    const response = await fetch(`${service.baseUrl}/v1/tasks/${taskId}/events`, { method: 'HEAD', headers: { authorization: `Bearer ${key}` } });
+    expect(response.status).to.equal(200);
+    expect(response.headers.get('content-type')).to.equal('application/json; charset=utf-8');
+  });
+
+  describe('and the rate limit', () => {
+    let limited: TestService;
+    before(async () => {
+      limited = await startTestService({ DESKHAND_RATE_LIMIT_PER_HOUR: '3', DESKHAND_TRUST_PROXY: '1', DESKHAND_REDIS_PREFIX: `long-polls-rl-${Date.now()}` }, ['web']);
+    });
+    after(async () => limited.stop());
+
+    it('spends the same budget of the forwarded address as every other /v1 request', async () => {
+      const { key: limitedKey } = await limited.newOrg();
+      const as = (ip: string, path: string) => limited.api(limitedKey, 'GET', path, undefined, { 'x-forwarded-for': `${ip}, 10.0.0.1` });
+      const statuses = [
+        (await as('198.51.100.7', '/v1/me')).status,
+        (await as('198.51.100.7', '/v1/tasks/task_nope/events')).status,
+        (await as('198.51.100.7', '/v1/tasks/task_nope/events?wait_ms=10')).status,
+      ];
+      expect(statuses).to.deep.equal([200, 404, 404]);
+      const refused = await as('198.51.100.7', '/v1/tasks/task_nope/events');
+      expect(refused.status).to.equal(429);
+      expect(refused.body.error.type).to.equal('rate_limit');
+      expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 3600);
+      expect((await as('198.51.100.7', '/v1/me')).status).to.equal(429);
+      expect((await as('198.51.100.8', '/v1/tasks/task_nope/events')).status).to.equal(404);
+    });
+  });
+});
