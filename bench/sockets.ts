@@ -3,6 +3,7 @@ import path from 'node:path';
 import { loadConfig } from '../shared/config';
 import { migrateLatest } from '../shared/db/knex';
 import { dropRedisPrefix } from './support/redis-prefix';
+import { benchFile, LOADER_FLAGS } from './support/processes';
 import type { SocketProbeReply } from './servers/socket-probe';
 
 /**
@@ -31,7 +32,7 @@ type Message = { type: string; [key: string]: unknown };
 function startChild(file: string, env: Record<string, string | undefined>): ChildProcess {
   const child = spawn(
     'bash',
-    ['-c', 'ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"', process.execPath, '--expose-gc', '--import', 'tsx', path.join(__dirname, 'servers', file)],
+    ['-c', 'ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"', process.execPath, '--expose-gc', ...LOADER_FLAGS, benchFile(`servers/${file}`)],
     { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
   );
   child.on('exit', (code, signal) => {

@@ -23,6 +23,7 @@ import { QUEUE_NAMES } from '../shared/queues/catalog';
 import { jobId } from '../shared/queues/job-queues';
 import { startQueueWorker } from '../workers/runtime';
 import { webhooksWiring } from '../workers/webhooks';
+import { LOADER_FLAGS } from './support/processes';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const ROLE = process.env.BENCH_WEBHOOKS_ROLE;
@@ -51,7 +52,7 @@ function runReceiver(): void {
 
 function startReceiverProcess(): Promise<{ child: ChildProcess; port: number }> {
   const child = fork(__filename, [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: LOADER_FLAGS,
     env: { ...process.env, BENCH_WEBHOOKS_ROLE: 'receiver' },
     stdio: 'inherit',
   });

@@ -2,9 +2,32 @@ import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** Runs `bench/servers/FILE` (TypeScript, through tsx) in a child process with `env` added. */
+/**
+ * `npm run bench` compiles the project and the benches with tsc (tsconfig.bench.json, into
+ * .bench-dist/) and runs the JavaScript, as production runs the compiled build: code run through
+ * tsx costs more (its loader thread, and every named closure gets its name set as a property).
+ * The benches also still run from their sources (`node --import tsx bench/run.ts NAME`).
+ */
+export const COMPILED = __filename.endsWith('.js');
+
+/** The project's root folder (the one with package.json), from sources or from .bench-dist/. */
+export const PROJECT_ROOT = (() => {
+  let folder = __dirname;
+  while (!fs.existsSync(path.join(folder, 'package.json'))) folder = path.dirname(folder);
+  return folder;
+})();
+
+/** A bench file named by its source (`servers/follow-load.ts`) as this run loads it. */
+export function benchFile(name: string): string {
+  return path.join(__dirname, '..', COMPILED ? name.replace(/\.ts$/, '.js') : name);
+}
+
+/** Node flags that load a bench file: tsx when running from sources. */
+export const LOADER_FLAGS: string[] = COMPILED ? [] : ['--import', 'tsx'];
+
+/** Runs `bench/servers/FILE` in a child process with `env` added. */
 export function forkServer(file: string, env: Record<string, string>, execArgv: string[] = []): ChildProcess {
-  return fork(path.join(__dirname, '..', 'servers', file), [], { execArgv: ['--import', 'tsx', ...execArgv], env: { ...process.env, ...env }, stdio: 'inherit' });
+  return fork(benchFile(`servers/${file}`), [], { execArgv: [...LOADER_FLAGS, ...execArgv], env: { ...process.env, ...env }, stdio: 'inherit' });
 }
 
 /**
@@ -12,7 +35,7 @@ export function forkServer(file: string, env: Record<string, string>, execArgv: 
  * a bench runs its server as production does.
  */
 export function procfileNodeFlags(type: string): string[] {
-  const procfile = fs.readFileSync(path.join(__dirname, '..', '..', 'Procfile'), 'utf8');
+  const procfile = fs.readFileSync(path.join(PROJECT_ROOT, 'Procfile'), 'utf8');
   const line = procfile.split('\n').find((candidate) => candidate.startsWith(`${type}:`));
   if (!line) throw new Error(`The Procfile has no ${type} process`);
   const words = line.slice(type.length + 1).trim().split(/\s+/);
