@@ -2,6 +2,12 @@ import type { Redis } from './redis';
 
 type Listener = (message: string) => void;
 
+/** See `Notifier.observe`. */
+export interface ChannelObserver {
+  message(name: string, message: string): void;
+  released(name: string): void;
+}
+
 interface Channel {
   id: number;
   listeners: Set<Listener>;
@@ -34,8 +40,8 @@ export class Notifier {
   private lastChannelId = 0;
   /** Bumped when the subscriber connection drops or comes back: messages published in between are lost. */
   private connection = 0;
-  /** Called for every message on a subscribed channel whose name starts with their prefix, before its listeners. */
-  private readonly observers: Array<{ prefix: string; observer: (name: string, message: string) => void }> = [];
+  /** Told of every message on a subscribed channel whose name starts with their prefix (before its listeners), and of its release. */
+  private readonly observers: Array<{ prefix: string; observer: ChannelObserver }> = [];
 
   constructor(
     private readonly publisher: Redis,
@@ -50,7 +56,7 @@ export class Notifier {
       state.received++;
       if (this.observers.length) {
         const name = channel.slice(channelPrefix.length);
-        for (const { prefix, observer } of this.observers) if (name.startsWith(prefix)) observer(name, message);
+        for (const { prefix, observer } of this.observers) if (name.startsWith(prefix)) observer.message(name, message);
       }
       for (const listener of state.listeners) listener(message);
     });
@@ -71,9 +77,10 @@ export class Notifier {
 
   /**
    * Hears every message on the subscribed channels whose names start with `prefix`, also while
-   * a channel lingers with nobody listening; subscribes nothing by itself.
+   * they linger with no listener, and is told when such a channel is released: from then on its
+   * messages are no longer heard, so what was kept from them is out of date.
    */
-  observe(prefix: string, observer: (name: string, message: string) => void): void {
+  observe(prefix: string, observer: ChannelObserver): void {
     this.observers.push({ prefix, observer });
   }
 
@@ -137,5 +144,7 @@ export class Notifier {
     this.channels.delete(channel);
     // Commands on one connection run in order: a later SUBSCRIBE to this channel comes after it.
     this.subscriber.unsubscribe(channel).catch(() => undefined);
+    const name = channel.slice(this.channel('').length);
+    for (const { prefix, observer } of this.observers) if (name.startsWith(prefix)) observer.released(name);
   }
 }

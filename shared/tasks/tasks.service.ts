@@ -117,8 +117,19 @@ export class TasksService {
   private lastNote: { message: string; note: TaskNote | null } | null = null;
 
   constructor(private readonly deps: TasksDeps) {
-    // Notes of followed tasks, heard also between one poll of a follower and its next.
-    deps.notifier.observe(taskChannel(''), (_name, message) => this.decodeNote(message));
+    // Notes of followed tasks, heard also between one poll of a follower and its next. Once
+    // nobody has followed a task for a while its channel is released, its notes go unheard, and
+    // what was kept of them goes: it would be out of date, and a web process would otherwise hold
+    // the newest events of every task it ever served (up to RECENT_MAX_TASKS).
+    const prefix = taskChannel('');
+    deps.notifier.observe(prefix, {
+      message: (_name, message) => void this.decodeNote(message),
+      released: (name) => {
+        const taskId = name.slice(prefix.length);
+        this.recent.delete(taskId);
+        this.followed.delete(taskId);
+      },
+    });
   }
 
   /**

@@ -44,7 +44,9 @@ describe('Notifier (Redis pub/sub wake-ups)', () => {
     await stay();
   });
 
-  it('marks a channel as quiet until a message arrives, and unsubscribes after the linger', async () => {
+  it('marks a channel as quiet until a message arrives, and unsubscribes after the linger, telling its observers', async () => {
+    const observed: string[] = [];
+    brief.observe('task:', { message: (name, message) => observed.push(`${name} ${message}`), released: (name) => observed.push(`${name} released`) });
     const leave = await brief.subscribe('task:c', () => undefined);
     const before = brief.mark('task:c');
     expect(before).to.be.a('string');
@@ -53,5 +55,6 @@ describe('Notifier (Redis pub/sub wake-ups)', () => {
     await waitFor(() => brief.mark('task:c') !== before, 2000, 'the mark to move');
     await leave();
     await waitFor(() => brief.mark('task:c') === null, 3000, 'the channel to be released');
+    expect(observed).to.deep.equal(['task:c x', 'task:c released']);
   });
 });

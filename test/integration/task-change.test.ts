@@ -1,10 +1,13 @@
 import { expect } from 'chai';
-import { startTestService, type TestService } from '../support/service';
+import { startTestService, waitFor, type TestService } from '../support/service';
 import { connectDesktop, follow, script, startSleepingTask } from '../support/tasks';
-import { changeTask, type TaskChange } from '../../shared/tasks/task-change';
+import { changeTask, taskChannel, type TaskChange } from '../../shared/tasks/task-change';
 import { readTaskForChange, rowFromHint, rowHint, type TaskRow } from '../../shared/tasks/tasks.repository';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { QUEUE_NAMES } from '../../shared/queues/catalog';
+import { Notifier } from '../../shared/notifier';
+import { createRedis } from '../../shared/redis';
+import { TasksService } from '../../shared/tasks/tasks.service';
 
 /**
  * `changeTask` from a row read without the lock (the loop's busiest paths): written in one
@@ -14,13 +17,14 @@ describe('task changes from a row read without the lock', () => {
   let service: TestService;
   let taskId: string;
   let key: string;
+  let orgId: string;
   let desktop: DesktopClient;
   const deps = () => ({ ...service.running.container, baseUrl: service.running.container.config.baseUrl });
 
   before(async () => {
     // Queues of its own: jobs other suites left behind must not reach this worker.
     service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_REDIS_PREFIX: `task-change-${Date.now()}` }, ['web', 'worker-agent']);
-    ({ key } = await service.newOrg());
+    ({ key, orgId } = await service.newOrg());
     // Asleep for an hour: nothing of the loop's touches the row while the tests change it.
     ({ taskId, desktop } = await startSleepingTask(service, key));
   });
@@ -204,6 +208,29 @@ describe('task changes from a row read without the lock', () => {
         [cursor + 3, 'three'],
       ]);
       expect(caughtUp.task.cursor).to.equal(cursor + 3);
+    });
+
+    it('forgets what it heard of a task once nobody follows it, so a later follower gets the newest events', async () => {
+      // A TasksService of its own whose channels linger 200 ms instead of 10 s.
+      const { config, redis } = service.running.container;
+      const subscriber = createRedis(config.redisUrl, { blocking: true });
+      const notifier = new Notifier(redis, subscriber, config.redisPrefix, 200);
+      const tasks = new TasksService({ ...service.running.container, notifier, baseUrl: config.baseUrl });
+      try {
+        const from = (await readTaskForChange(deps().db, taskId))!.cursor;
+        const waiting = tasks.follow(orgId, taskId, from, 5_000);
+        await waitFor(() => notifier.mark(taskChannel(taskId)) !== null, 2_000, 'the follower to listen');
+        await changeTask(deps(), taskId, (change) => change.event('note', 'heard'));
+        expect((await waiting).data.map((event) => event.message)).to.deep.equal(['heard']);
+        await waitFor(() => notifier.mark(taskChannel(taskId)) === null, 3_000, 'the channel to be released');
+        // Nobody listens now: this change's note goes unheard.
+        await changeTask(deps(), taskId, (change) => change.event('note', 'unheard'));
+        const later = await tasks.follow(orgId, taskId, from, 0);
+        expect(later.data.map((event) => event.message)).to.deep.equal(['heard', 'unheard']);
+        expect(later.task.cursor).to.equal(from + 2);
+      } finally {
+        subscriber.disconnect();
+      }
     });
 
     it('a change too large for a note only wakes the follower, which reads it', async () => {
