@@ -74,7 +74,7 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
     const state = new RequestState(deps.logger, requestIdFrom(req.headers['x-request-id'] as string | undefined));
     const headers: Record<string, string> = { 'X-Request-Id': state.requestId };
     const answer = (status: number, body: unknown) => {
-      const text = JSON.stringify(body);
+      const text = toJson(body);
       res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
       res.end(text);
       if (deps.logger.isLevelEnabled('info')) state.logger.info({ method: 'GET', path, status, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
@@ -120,6 +120,18 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
       fail(caught);
     }
   }
+}
+
+/**
+ * JSON of a response body, made once per body object: the followers one note wakes on a task
+ * share one answer object (TasksService), and so its JSON.
+ */
+const made = new WeakMap<object, string>();
+function toJson(body: unknown): string {
+  if (typeof body !== 'object' || body === null) return JSON.stringify(body);
+  let text = made.get(body);
+  if (text === undefined) made.set(body, (text = JSON.stringify(body)));
+  return text;
 }
 
 /** A path segment as @koa/router gives it: decoded, or as sent when it is not valid percent-encoding. */

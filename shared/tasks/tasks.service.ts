@@ -97,7 +97,15 @@ interface RecentNotes {
   task: TaskObjectRow;
   /** Size of the notes the run came from, to bound memory. */
   chars: number;
+  /**
+   * The last answer made from this run: the followers a note wakes at one cursor share it (and
+   * its JSON) for SHARED_ANSWER_MS, rather than each building the task object anew.
+   */
+  answered?: { after: number; at: number; answer: FollowAnswer };
 }
+
+/** How long followers of one task at one cursor may share an answer (its `active_seconds` is that old). */
+const SHARED_ANSWER_MS = 100;
 
 /** Bounds of the recent runs: per task (events, and characters of the notes) and tasks. */
 const RECENT_MAX_EVENTS = 50;
@@ -158,6 +166,7 @@ export class TasksService {
   private rememberRecent(taskId: string, note: { from: number; events: TaskEvent[]; task: TaskObjectRow }, chars: number): void {
     const held = this.recent.get(taskId);
     if (held && note.from === held.task.cursor && held.chars + chars <= RECENT_MAX_CHARS) {
+      held.answered = undefined;
       held.events.push(...note.events);
       held.task = note.task;
       held.chars += chars;
@@ -179,10 +188,14 @@ export class TasksService {
    * is the answer a read would have given a moment earlier; null sends the follower to the
    * database (events before the run, another org's task, or nothing new to tell).
    */
-  private fromRecentNotes(orgId: string, taskId: string, after: number): FollowState | null {
+  private fromRecentNotes(orgId: string, taskId: string, after: number): FollowAnswer | null {
     const held = this.recent.get(taskId);
     if (!held || held.task.org_id !== orgId || after < held.from || after >= held.task.cursor) return null;
-    return { row: held.task, data: held.events.slice(after - held.from) };
+    const now = performance.now();
+    if (held.answered && held.answered.after === after && now - held.answered.at < SHARED_ANSWER_MS) return held.answered.answer;
+    const answer = this.answer(after, { row: held.task, data: held.events.slice(after - held.from) });
+    held.answered = { after, at: now, answer };
+    return answer;
   }
 
   toTask(row: TaskObjectRow): Task {
@@ -363,21 +376,27 @@ export class TasksService {
    */
   async follow(orgId: string, taskId: string, after: number, waitMs: number): Promise<FollowAnswer> {
     if (waitMs > MAX_WAIT_MS) throw invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`);
-    if (waitMs === 0) return this.answer(after, this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after)));
+    if (waitMs === 0) return this.fromRecentNotes(orgId, taskId, after) ?? this.answer(after, await this.readFollowState(orgId, taskId, after));
     // Listen before the first read: an event committed after that read is then always heard.
     const wait = this.listen(taskId, after);
     const unsubscribe = await wait.subscribed;
-    let state: FollowState | null = null;
+    let answer: FollowAnswer | null = null;
     try {
       // A follower asking again right after its answer usually finds nothing new yet.
-      if (!this.nothingNewSinceLastRead(orgId, taskId, after)) state = this.fromRecentNotes(orgId, taskId, after) ?? (await this.readFollowState(orgId, taskId, after));
+      if (!this.nothingNewSinceLastRead(orgId, taskId, after)) {
+        answer = this.fromRecentNotes(orgId, taskId, after);
+        if (!answer) {
+          const state = await this.readFollowState(orgId, taskId, after);
+          if (state.data.length > 0 || isDone(state.row.status)) answer = this.answer(after, state);
+        }
+      }
     } catch (error) {
       await unsubscribe();
       throw error;
     }
-    if (state && (state.data.length > 0 || isDone(state.row.status))) {
+    if (answer) {
       await unsubscribe();
-      return this.answer(after, state);
+      return answer;
     }
     return this.answerWhenWoken(orgId, taskId, after, waitMs, wait, unsubscribe);
   }
@@ -404,8 +423,7 @@ export class TasksService {
     return wait.woken.then(() => {
       clearTimeout(timer);
       void unsubscribe();
-      const known = this.fromRecentNotes(orgId, taskId, after);
-      return known ? this.answer(after, known) : this.readFollowState(orgId, taskId, after).then((read) => this.answer(after, read));
+      return this.fromRecentNotes(orgId, taskId, after) ?? this.readFollowState(orgId, taskId, after).then((read) => this.answer(after, read));
     });
   }
 

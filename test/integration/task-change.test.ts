@@ -233,6 +233,31 @@ describe('task changes from a row read without the lock', () => {
       }
     });
 
+    it('followers one note wakes at one cursor share their answer; others get their own', async () => {
+      const write = async (message: string) => {
+        const seen = (await readTaskForChange(deps().db, taskId))!;
+        await changeTask(deps(), taskId, (change) => change.event('note', message), seen);
+      };
+      const { cursor, answer } = await waitingFollower();
+      const second = service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=5000`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await write('first of two');
+      const [one, two] = [(await answer).body, (await second).body];
+      expect(one).to.deep.equal(two);
+      expect(one.data.map((event: any) => event.message)).to.deep.equal(['first of two']);
+      await write('second of two');
+      // Straight after, from the notes: each cursor its own events.
+      const [fromFirst, fromBefore, again] = await Promise.all([
+        service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor + 1}`),
+        service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}`),
+        service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor + 1}`),
+      ]);
+      expect(fromFirst.body.data.map((event: any) => event.message)).to.deep.equal(['second of two']);
+      expect(fromBefore.body.data.map((event: any) => event.message)).to.deep.equal(['first of two', 'second of two']);
+      expect(again.body).to.deep.equal(fromFirst.body);
+      expect(fromBefore.body.task.cursor).to.equal(cursor + 2);
+    });
+
     it('a change too large for a note only wakes the follower, which reads it', async () => {
       const { cursor, answer } = await waitingFollower();
       const long = 'x'.repeat(20_000);
