@@ -37,9 +37,10 @@ export function requestIdFrom(given: string | undefined): string {
  * turns anything thrown below into the spec's error response, and writes one access-log line.
  *
  * It chains on `next()`'s promise rather than `await` it (as does the rate limiter's waiting
- * path): a long poll waits below it for up to 55 s, and a suspended async function keeps its
- * frame, registers and promise alive all that time (about 0.4 KB each, thousands of waiting
- * polls; docs/benchmarks.md, follow).
+ * path): a request may wait below it for a long time, and a suspended async function keeps its
+ * frame, registers and promise alive all that time (about 0.4 KB each). Long polls themselves
+ * are served beside Koa (api/long-polls.ts), but a HEAD or another spelling of their path comes
+ * this way and waits as long.
  */
 export function edge(logger: Logger): Middleware {
   return (ctx, next) => {
