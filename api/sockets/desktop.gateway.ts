@@ -129,9 +129,11 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
 
   return {
     io,
-    /** Closes every connection (each computer goes offline) and waits for what is being handled and written. */
+    /** Closes this process's connections (each computer goes offline) and waits for what is being handled and written. */
     async close(): Promise<void> {
-      desktop.disconnectSockets(true);
+      // `local`: through the Redis adapter, a plain disconnectSockets reaches every web process,
+      // and stopping one would drop every computer (and fail every running task) of the others.
+      desktop.local.disconnectSockets(true);
       // A socket leaves once its connection has closed (a round trip to the app later), and its
       // leaving starts the offline mark: wait until every socket has left and nothing is in flight.
       while (desktop.sockets.size > 0 || inFlight.size > 0) {

@@ -69,6 +69,28 @@ describe('graceful shutdown', () => {
     }
   });
 
+  it('drops only its own computers: those on another web process stay connected', async () => {
+    const prefix = `shutdown-two-webs-${Date.now()}`;
+    const staying = await startTestService({ DESKHAND_REDIS_PREFIX: prefix }, ['web']);
+    const leaving = await startTestService({ DESKHAND_REDIS_PREFIX: prefix }, ['web']);
+    const { key } = await staying.newOrg();
+    const here = await connectDesktop(staying, key);
+    const there = await connectDesktop(leaving, key);
+    const db = createKnex(staying.running.container.config.databaseUrl, { min: 0, max: 1 });
+    try {
+      expect((await leaving.running.stop()).clean).to.equal(true);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const status = async (code: string) => (await db('sessions').where({ code }).first()).status;
+      expect(await status(there.code)).to.equal('disconnected');
+      expect(await status(here.code)).to.equal('connected');
+    } finally {
+      await here.client.close();
+      await there.client.close();
+      await staying.stop();
+      await db.destroy();
+    }
+  });
+
   it('abandons a job that outlives the deadline and still closes', async () => {
     const service = await startTestService({ DESKHAND_SHUTDOWN_TIMEOUT_MS: '300' }, ['web']);
     const queueName = `test-deadline-${Date.now()}`;
