@@ -20,7 +20,12 @@ export async function startWeb(
 ): Promise<WebServer> {
   await container.apiKeys.listenForRevocations();
   const { listener } = createApp(container, { validateResponses: options.validateResponses });
-  const server = http.createServer(listener);
+  let closing = false;
+  const server = http.createServer((req, res) => {
+    // While stopping, each answer ends its keep-alive connection: the client comes back on another process.
+    if (closing) res.setHeader('Connection', 'close');
+    listener(req, res);
+  });
   const gateway = attachDesktopGateway(server, container, options.inboxes ?? []);
   // Long polls wait up to 55 s; keep sockets and requests alive past that.
   server.requestTimeout = 120_000;
@@ -36,10 +41,20 @@ export async function startWeb(
     gateway,
     port,
     async close() {
+      closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections would hold the close until they time out: each is closed as soon
+      // as its request in flight (answered before `closing` was set) has been answered.
       server.closeIdleConnections();
-      await gateway.close();
-      await closed;
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      // Waiting long polls would hold the close for up to 55 s: they are answered now.
+      container.tasks.endWaits();
+      try {
+        await gateway.close();
+        await closed;
+      } finally {
+        clearInterval(sweep);
+      }
     },
   };
 }

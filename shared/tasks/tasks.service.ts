@@ -121,6 +121,10 @@ export class TasksService {
 
   /** The newest events of followed tasks, from their notes; see `fromRecentNotes`. */
   private readonly recent = new Map<string, RecentNotes>();
+  /** Wake-ups of the followers waiting now; see `endWaits`. */
+  private readonly waits = new Set<() => void>();
+  /** Set by `endWaits`: followers are answered without waiting. */
+  private ending = false;
   /** The last note decoded: every follower of a task hears the same message. */
   private lastNote: { message: string; note: TaskNote | null } | null = null;
 
@@ -376,7 +380,7 @@ export class TasksService {
    */
   async follow(orgId: string, taskId: string, after: number, waitMs: number): Promise<FollowAnswer> {
     if (waitMs > MAX_WAIT_MS) throw invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`);
-    if (waitMs === 0) return this.fromRecentNotes(orgId, taskId, after) ?? this.answer(after, await this.readFollowState(orgId, taskId, after));
+    if (waitMs === 0 || this.ending) return this.fromRecentNotes(orgId, taskId, after) ?? this.answer(after, await this.readFollowState(orgId, taskId, after));
     // Listen before the first read: an event committed after that read is then always heard.
     const wait = this.listen(taskId, after);
     const unsubscribe = await wait.subscribed;
@@ -420,11 +424,23 @@ export class TasksService {
   /** Waits for a note or `waitMs`, then answers from the newest notes or a read. */
   private answerWhenWoken(orgId: string, taskId: string, after: number, waitMs: number, wait: { woken: Promise<void>; wake: () => void }, unsubscribe: () => Promise<void>): Promise<FollowAnswer> {
     const timer = setTimeout(wait.wake, waitMs);
+    this.waits.add(wait.wake);
     return wait.woken.then(() => {
       clearTimeout(timer);
+      this.waits.delete(wait.wake);
       void unsubscribe();
       return this.fromRecentNotes(orgId, taskId, after) ?? this.readFollowState(orgId, taskId, after).then((read) => this.answer(after, read));
     });
+  }
+
+  /**
+   * The process is stopping: answers every waiting follower now, with what there is (often no
+   * new events and the same cursor), and every later one without waiting, so that followers
+   * come back on another process rather than holding this one for up to 55 s.
+   */
+  endWaits(): void {
+    this.ending = true;
+    for (const wake of this.waits) wake();
   }
 
   private answer(after: number, { row, data }: FollowState): FollowAnswer {

@@ -14,9 +14,10 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
   let key: string;
   let taskId: string;
   let desktop: DesktopClient;
+  const prefix = `long-polls-${Date.now()}`;
 
   before(async () => {
-    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_REDIS_PREFIX: `long-polls-${Date.now()}` }, ['web', 'worker-agent']);
+    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_REDIS_PREFIX: prefix }, ['web', 'worker-agent']);
     ({ key } = await service.newOrg());
     ({ taskId, desktop } = await startSleepingTask(service, key));
   });
@@ -81,6 +82,24 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
     const response = await fetch(`${service.baseUrl}/v1/tasks/${taskId}/events`, { method: 'HEAD', headers: { authorization: `Bearer ${key}` } });
     expect(response.status).to.equal(200);
     expect(response.headers.get('content-type')).to.equal('application/json; charset=utf-8');
+  });
+
+  it('answers waiting polls at once when its web process stops, which then stops cleanly', async () => {
+    // A second web process; the task's computer stays on the first.
+    const other = await startTestService({ DESKHAND_REDIS_PREFIX: prefix, DESKHAND_SHUTDOWN_TIMEOUT_MS: '5000' }, ['web']);
+    const { cursor } = (await other.api(key, 'GET', `/v1/tasks/${taskId}/events`)).body;
+    const waiting = other.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=50000`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    const stopping = other.running.stop();
+    const answer = await waiting;
+    expect(Date.now() - started).to.be.below(2_000);
+    expect(answer.status).to.equal(200);
+    expect(answer.body.data).to.deep.equal([]);
+    expect(answer.body.cursor).to.equal(cursor);
+    expect(answer.body.task.status).to.equal('running');
+    expect((await stopping).clean).to.equal(true);
+    expect(Date.now() - started).to.be.below(4_000);
   });
 
   describe('and the rate limit', () => {
