@@ -3,6 +3,13 @@ import { startTestService, type ApiResponse, type TestService } from '../support
 import { startSleepingTask } from '../support/tasks';
 import { changeTask } from '../../shared/tasks/task-change';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Type } from '@sinclair/typebox';
+import pino from 'pino';
+import { longPollListener } from '../../api/long-polls';
+import { rateLimitByIp } from '../../api/middleware/rate-limit';
+import { defineRoute } from '../../api/routing';
 
 /**
  * GET /v1/tasks/{task_id}/events is served on node:http beside Koa (api/long-polls.ts). A GET of
@@ -100,6 +107,46 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
     expect(answer.body.task.status).to.equal('running');
     expect((await stopping).clean).to.equal(true);
     expect(Date.now() - started).to.be.below(4_000);
+  });
+
+  it('answers a handler result that cannot be written as JSON with the generic 500, logging it', async () => {
+    const logged: Array<{ msg?: string }> = [];
+    const logger = pino({ level: 'error' }, { write: (line: string) => logged.push(JSON.parse(line)) });
+    const route = defineRoute({
+      method: 'get',
+      path: '/v1/unwritable/{id}',
+      operationId: 'unwritable',
+      summary: 'test',
+      tag: 'Test',
+      auth: 'api_key',
+      longPoll: true,
+      response: Type.Object({}, { additionalProperties: true }),
+      errors: [],
+      // JSON.stringify throws on a BigInt.
+      handler: async () => ({ big: 1n }) as never,
+    });
+    const listener = longPollListener(
+      [route],
+      {
+        logger,
+        limiter: rateLimitByIp({ redis: service.running.container.redis, prefix, pointsPerHour: 1000 }),
+        authenticate: () => ({ orgId: 'org_test', keyId: 'key_test', actor: 'api_key:key_test' }) as never,
+        trustProxy: false,
+        validateResponses: false,
+      },
+      (_req, res) => res.writeHead(404).end(),
+    );
+    const server = http.createServer(listener).listen(0);
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const answer = await fetch(`${base}/v1/unwritable/1`);
+      expect(answer.status).to.equal(500);
+      expect(await answer.json()).to.deep.equal({ error: { type: 'server_error', message: 'Something went wrong on our side; retry with backoff' } });
+      expect(logged.map((line) => line.msg)).to.include('unhandled error');
+      expect((await fetch(`${base}/elsewhere`)).status).to.equal(404);
+    } finally {
+      server.close();
+    }
   });
 
   describe('and the rate limit', () => {
