@@ -425,6 +425,8 @@ export class TasksService {
   private answerWhenWoken(orgId: string, taskId: string, after: number, waitMs: number, wait: { woken: Promise<void>; wake: () => void }, unsubscribe: () => Promise<void>): Promise<FollowAnswer> {
     const timer = setTimeout(wait.wake, waitMs);
     this.waits.add(wait.wake);
+    // Stopping began while this follower was reading: it waits no more than those already waiting.
+    if (this.ending) wait.wake();
     return wait.woken.then(() => {
       clearTimeout(timer);
       this.waits.delete(wait.wake);
