@@ -42,20 +42,22 @@ export class Notifier {
   private connection = 0;
   /** Told of every message on a subscribed channel whose name starts with their prefix (before its listeners), and of its release. */
   private readonly observers: Array<{ prefix: string; observer: ChannelObserver }> = [];
+  /** What every channel's name starts with: the Redis prefix, then `:notify:`. */
+  private readonly channelPrefix: string;
 
   constructor(
     private readonly publisher: Redis,
     private readonly subscriber: Redis,
-    private readonly prefix: string,
+    prefix: string,
     private readonly lingerMs = DEFAULT_LINGER_MS,
   ) {
-    const channelPrefix = this.channel('');
+    this.channelPrefix = `${prefix}:notify:`;
     subscriber.on('message', (channel: string, message: string) => {
       const state = this.channels.get(channel);
       if (!state) return;
       state.received++;
       if (this.observers.length) {
-        const name = channel.slice(channelPrefix.length);
+        const name = this.nameOf(channel);
         for (const { prefix, observer } of this.observers) if (name.startsWith(prefix)) observer.message(name, message);
       }
       for (const listener of state.listeners) listener(message);
@@ -67,8 +69,13 @@ export class Notifier {
     subscriber.on('ready', reconnected);
   }
 
+  /** The name `channel` was made from (the reverse of `channel`). */
+  private nameOf(channel: string): string {
+    return channel.slice(this.channelPrefix.length);
+  }
+
   private channel(name: string): string {
-    return `${this.prefix}:notify:${name}`;
+    return this.channelPrefix + name;
   }
 
   async publish(name: string, message = ''): Promise<void> {
@@ -144,7 +151,7 @@ export class Notifier {
     this.channels.delete(channel);
     // Commands on one connection run in order: a later SUBSCRIBE to this channel comes after it.
     this.subscriber.unsubscribe(channel).catch(() => undefined);
-    const name = channel.slice(this.channel('').length);
+    const name = this.nameOf(channel);
     for (const { prefix, observer } of this.observers) if (name.startsWith(prefix)) observer.released(name);
   }
 }
