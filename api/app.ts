@@ -1,5 +1,4 @@
 import Koa from 'koa';
-import Router from '@koa/router';
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../shared/container';
 import { notFound } from '../shared/errors';
@@ -8,7 +7,7 @@ import { jsonBody, DEFAULT_BODY_LIMIT_BYTES } from './middleware/json-body';
 import { rateLimitByIp, rateLimitMiddleware } from './middleware/rate-limit';
 import { longPollListener } from './long-polls';
 import { bullBoard } from './admin/bull-board';
-import { defineRoute, mountRoutes, type RouteSpec } from './routing';
+import { defineRoute, routedMiddleware, type RouteSpec } from './routing';
 import { buildOpenApiDocument } from './openapi';
 import { healthRoutes } from './routes/health.routes';
 import { auditRoutes } from './routes/audit.routes';
@@ -50,8 +49,7 @@ export function allRoutes(container: Container): RouteSpec[] {
 export function createApp(container: Container, options: { validateResponses?: boolean } = {}) {
   const app = new Koa({ proxy: container.config.trustProxy });
   const routes = allRoutes(container);
-  const router = new Router();
-  mountRoutes(router, routes, {
+  const routed = routedMiddleware(routes, {
     authenticate: (header) => container.apiKeys.authenticate(header),
     validateResponses: options.validateResponses ?? false,
   });
@@ -89,7 +87,7 @@ export function createApp(container: Container, options: { validateResponses?: b
     if (ctx.method === 'POST' && isLegacyPath(ctx.path) && request.body === undefined) request.body = {};
     return next();
   });
-  app.use(router.routes());
+  app.use(routed.middleware);
   app.use((ctx) => {
     throw notFound(`No route ${ctx.method} ${ctx.path}`);
   });
@@ -104,5 +102,5 @@ export function createApp(container: Container, options: { validateResponses?: b
     },
     app.callback(),
   );
-  return { app, routes, router, listener };
+  return { app, routes, routers: routed.routers, listener };
 }

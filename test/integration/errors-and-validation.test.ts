@@ -27,6 +27,21 @@ describe('error bodies of the real service', () => {
     expect(response.body).to.deep.equal({ error: { type: 'not_found', message: 'No route GET /v1/no-such-thing' } });
   });
 
+  it('routes paths as @koa/router matches them (any letter case, a trailing slash) in every group of routes', async () => {
+    const agent = await service.api(key, 'POST', '/v1/agents', { agent_id: 'routed' });
+    expect(agent.status).to.equal(200);
+    for (const path of ['/v1/me', '/V1/Me', '/v1/me/', '/v1/agents/routed', '/v1/AGENTS/routed/', '/v1/agents/routed/versions', '/healthz', '/HEALTHZ/', '/openapi.json']) {
+      const response = await service.api(key, 'GET', path);
+      expect(response.status, path).to.equal(200);
+    }
+    // A known path with another method, a path beyond a route, an unknown first segment, /v1 alone.
+    for (const [method, path] of [['POST', '/v1/me'], ['GET', '/v1/me/more'], ['GET', '/v1/meme'], ['GET', '/v1'], ['GET', '/'], ['GET', '/nowhere/v1/me']] as const) {
+      const response = await service.api(key, method, path);
+      expect(response.status, `${method} ${path}`).to.equal(404);
+      expect(response.body.error.type).to.equal('not_found');
+    }
+  });
+
   it('answers malformed JSON with 400 invalid_request', async () => {
     const response = await service.api(key, 'POST', '/v1/audit_log', '{"a":');
     expect(response.status).to.equal(400);
