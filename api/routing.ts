@@ -193,7 +193,8 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
       if (route.auth === 'api_key' && !state.auth) {
         state.auth = await options.authenticate(ctx.get('authorization') || undefined);
       }
-      const { params, query } = compiled.input({ ...(ctx.params as Record<string, string>) }, { ...ctx.query });
+      // A route without a query schema ignores the query: it is not even parsed.
+      const { params, query } = compiled.input(route.params ? { ...(ctx.params as Record<string, string>) } : {}, route.query ? { ...ctx.query } : {});
       let body: unknown = undefined;
       if (route.body) {
         body = (ctx.request as unknown as { body?: unknown }).body;
