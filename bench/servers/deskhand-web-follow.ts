@@ -8,7 +8,8 @@
 // in use after a full collection, with --expose-gc) and `snapshot` (writes a heap snapshot into
 // BENCH_PROFILE_DIR and answers with its path).
 // BENCH_TRACE=1: once a second on stderr, event-loop delay, the database pool and query times.
-// BENCH_PROFILE_DIR=DIR: a CPU profile of the measured window only (not start-up or the ramp).
+// BENCH_PROFILE_DIR=DIR: a CPU profile of the measured window only (not start-up or the ramp);
+// with BENCH_HEAP_WINDOW=1, heap snapshots at its start and end instead, to see what survives it.
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
@@ -35,12 +36,19 @@ startDeskhand(loadConfig({ ...process.env, PORT: '0', LOG_LEVEL: 'silent', DESKH
 
 process.on('message', (message: { type?: string }) => {
   if (message.type === 'cpu') process.send?.({ type: 'cpu', usage: process.cpuUsage() });
+  else if (message.type === 'window-start' && process.env.BENCH_HEAP_WINDOW) writeSnapshot('window-start');
+  else if (message.type === 'window-end' && process.env.BENCH_HEAP_WINDOW) writeSnapshot('window-end');
   else if (message.type === 'window-start' && process.env.BENCH_PROFILE_DIR) void startProfile();
   else if (message.type === 'window-end' && profiler) void stopProfile(process.env.BENCH_PROFILE_DIR!);
   else if (message.type === 'stop') void stop();
   else if (message.type === 'heap') process.send?.(heapAfterFullGc());
   else if (message.type === 'snapshot') process.send?.({ type: 'snapshot', file: v8.writeHeapSnapshot(path.join(process.env.BENCH_PROFILE_DIR ?? '.', `follow-web-${Date.now()}.heapsnapshot`)) });
 });
+/** A heap snapshot into BENCH_PROFILE_DIR: objects in the second one newer than the first are what survived the window. */
+function writeSnapshot(name: string): void {
+  fs.mkdirSync(process.env.BENCH_PROFILE_DIR ?? '.', { recursive: true });
+  v8.writeHeapSnapshot(path.join(process.env.BENCH_PROFILE_DIR ?? '.', `follow-web-${name}.heapsnapshot`));
+}
 process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
 
