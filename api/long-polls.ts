@@ -33,7 +33,8 @@ interface Target {
  * keeps is copied by V8's scavenger, whose pauses set the wake-up latency of every follower.
  * Through Koa a waiting poll kept 9.2 KB: Koa's context and its `on-finished` listener (which
  * live until the response ends) and a suspended frame per awaiting middleware. Here it keeps
- * 4.5 KB, against 2.4 KB for Node's own request and response (docs/benchmarks.md, follow).
+ * 4.8 KB, against 2.4 KB for Node's own request and response (docs/benchmarks.md, follow).
+ * A poll whose client hangs up stops waiting at once (`onHangUp`) and is logged with status 499.
  *
  * Only a GET of a long-poll route's exact path is taken here; anything else (HEAD, a trailing
  * slash, other letter case) goes on to Koa, where the same route is mounted and answers alike.
@@ -73,13 +74,17 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
     const started = performance.now();
     const state = new RequestState(deps.logger, requestIdFrom(req.headers['x-request-id'] as string | undefined));
     const headers: Record<string, string> = { 'X-Request-Id': state.requestId };
-    const answer = (status: number, body: unknown) => {
-      const text = toJson(body);
-      res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-      res.end(text);
+    /** Writes the answer and the access-log line; status 499 (the client hung up) only logs. */
+    const answer = (status: number, body?: unknown) => {
+      if (status !== HUNG_UP) {
+        const text = toJson(body);
+        res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+        res.end(text);
+      }
       if (deps.logger.isLevelEnabled('info')) state.logger.info({ method: 'GET', path, status, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
     };
     const fail = (caught: unknown) => {
+      if (hungUp(res)) return answer(HUNG_UP);
       try {
         const error = errorResponse(caught, path, state);
         Object.assign(headers, error.headers);
@@ -91,6 +96,7 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
       }
     };
     const succeed = (result: unknown) => {
+      if (hungUp(res)) return answer(HUNG_UP);
       try {
         target.compiled.checkResponse(result);
         answer(200, result);
@@ -112,6 +118,10 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
         get ctx(): never {
           throw new Error(`${target.compiled.route.operationId} is a long-poll route, served without Koa: it has no ctx`);
         },
+        onHangUp(listener: () => void) {
+          if (hungUp(res)) return listener();
+          res.on('close', () => res.writableEnded || listener());
+        },
       } as HandlerInput<TObject, TObject, TSchema>);
     };
     const authenticateThenCall = (limitHeaders: RateLimitHeaders) => {
@@ -126,6 +136,14 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
       fail(caught);
     }
   }
+}
+
+/** The access log's status of a request whose client hung up before its answer (nginx's). */
+const HUNG_UP = 499;
+
+/** Whether the client has hung up: its connection closed before the answer was written. */
+function hungUp(res: http.ServerResponse): boolean {
+  return res.socket === null || res.socket.destroyed;
 }
 
 /**

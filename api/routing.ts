@@ -28,7 +28,16 @@ export interface HandlerInput<P, Q, B> {
   logger: Logger;
   /** Koa's context; long-poll routes are served without Koa and have none (reading it throws). */
   ctx: Context;
+  /**
+   * Registers `listener` to be called if the client hangs up before it is answered, so that a
+   * long poll stops waiting for it. Only long-poll routes served beside Koa are told; elsewhere
+   * it is never called.
+   */
+  onHangUp(listener: () => void): void;
 }
+
+/** `onHangUp` of the routes served through Koa. */
+const ignoreHangUp = () => undefined;
 
 export interface RouteSpec<
   P extends TObject | undefined = TObject | undefined,
@@ -211,6 +220,7 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
           return state.logger;
         },
         ctx,
+        onHangUp: ignoreHangUp,
       } as HandlerInput<TObject, TObject, TSchema>);
       // A handler that returns nothing wrote the response itself (a PNG, a 503 with its own body).
       if ('contentType' in route.response || result === undefined) return;

@@ -81,7 +81,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       ),
       response: Type.Object({ data: Type.Array(TaskEventSchema), cursor: Type.Integer({ minimum: 0 }), task: TaskSchema }),
       errors: [404],
-      handler: ({ auth, params, query }) => tasks.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0),
+      handler: ({ auth, params, query, onHangUp }) => tasks.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0, onHangUp),
     }),
     defineRoute({
       method: 'post',

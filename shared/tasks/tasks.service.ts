@@ -112,6 +112,13 @@ const RECENT_MAX_EVENTS = 50;
 const RECENT_MAX_CHARS = 64 * 1024;
 const RECENT_MAX_TASKS = 10_000;
 
+/** A follower hung up while waiting: there is nobody to answer. */
+export class FollowerGone extends Error {
+  constructor() {
+    super('The follower hung up');
+  }
+}
+
 /** Starting, reading, following and steering tasks; the loop itself is `TaskLoop`. */
 export class TasksService {
   /** Follow reads not sent yet, by org, task and cursor; see `readFollowState`. */
@@ -377,8 +384,10 @@ export class TasksService {
   /**
    * Events after `after`; when there are none yet, waits up to `waitMs` for one. A Redis
    * notification wakes the wait within milliseconds of the write; nothing polls the database.
+   * `onHangUp` (the route's) tells when the follower has gone: the wait then ends at once,
+   * without an answer (the promise rejects with `FollowerGone`).
    */
-  async follow(orgId: string, taskId: string, after: number, waitMs: number): Promise<FollowAnswer> {
+  async follow(orgId: string, taskId: string, after: number, waitMs: number, onHangUp?: (listener: () => void) => void): Promise<FollowAnswer> {
     if (waitMs > MAX_WAIT_MS) throw invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`);
     if (waitMs === 0 || this.ending) return this.fromRecentNotes(orgId, taskId, after) ?? this.answer(after, await this.readFollowState(orgId, taskId, after));
     // Listen before the first read: an event committed after that read is then always heard.
@@ -402,7 +411,7 @@ export class TasksService {
       await unsubscribe();
       return answer;
     }
-    return this.answerWhenWoken(orgId, taskId, after, waitMs, wait, unsubscribe);
+    return this.answerWhenWoken(orgId, taskId, after, waitMs, wait, unsubscribe, onHangUp);
   }
 
   /**
@@ -421,18 +430,40 @@ export class TasksService {
     return { woken, wake, subscribed };
   }
 
-  /** Waits for a note or `waitMs`, then answers from the newest notes or a read. */
-  private answerWhenWoken(orgId: string, taskId: string, after: number, waitMs: number, wait: { woken: Promise<void>; wake: () => void }, unsubscribe: () => Promise<void>): Promise<FollowAnswer> {
+  /**
+   * Waits for a note, `waitMs` or the follower hanging up, then answers from the newest notes or
+   * a read (a follower that hung up is not answered: nothing is read for it).
+   */
+  private answerWhenWoken(
+    orgId: string,
+    taskId: string,
+    after: number,
+    waitMs: number,
+    wait: { woken: Promise<void>; wake: () => void },
+    unsubscribe: () => Promise<void>,
+    onHangUp: ((listener: () => void) => void) | undefined,
+  ): Promise<FollowAnswer> {
     const timer = setTimeout(wait.wake, waitMs);
     this.waits.add(wait.wake);
+    let gone = false;
+    onHangUp?.(() => {
+      gone = true;
+      wait.wake();
+    });
     // Stopping began while this follower was reading: it waits no more than those already waiting.
     if (this.ending) wait.wake();
     return wait.woken.then(() => {
       clearTimeout(timer);
       this.waits.delete(wait.wake);
       void unsubscribe();
+      if (gone) throw new FollowerGone();
       return this.fromRecentNotes(orgId, taskId, after) ?? this.readFollowState(orgId, taskId, after).then((read) => this.answer(after, read));
     });
+  }
+
+  /** Followers waiting in this process now (for monitoring, and to see that none is left behind). */
+  get waitingFollowers(): number {
+    return this.waits.size;
   }
 
   /**

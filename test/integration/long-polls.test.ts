@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { startTestService, type ApiResponse, type TestService } from '../support/service';
+import { startTestService, waitFor, type ApiResponse, type TestService } from '../support/service';
 import { startSleepingTask } from '../support/tasks';
 import { changeTask } from '../../shared/tasks/task-change';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { Type } from '@sinclair/typebox';
 import pino from 'pino';
 import { longPollListener } from '../../api/long-polls';
@@ -83,6 +83,30 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
     expect(answer.status).to.equal(200);
     expect(answer.body.data.map((event: { message: string }) => event.message)).to.deep.equal(['woken']);
     expect(answer.body.cursor).to.equal(before.body.cursor + 1);
+  });
+
+  it('stops waiting for a follower that hangs up, and reads nothing for it', async () => {
+    const { tasks, db } = service.running.container;
+    const { cursor } = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events`)).body;
+    const waitingBefore = tasks.waitingFollowers;
+    const socket = net.connect(Number(new URL(service.baseUrl).port), '127.0.0.1');
+    socket.write(`GET /v1/tasks/${taskId}/events?after=${cursor}&wait_ms=20000 HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    await waitFor(() => tasks.waitingFollowers === waitingBefore + 1, 5_000, 'the follower to wait');
+    let reads = 0;
+    const onQuery = (query: { sql: string }) => {
+      if (query.sql.includes('from tasks t')) reads++;
+    };
+    db.on('query', onQuery);
+    try {
+      socket.destroy();
+      await waitFor(() => tasks.waitingFollowers === waitingBefore, 1_000, 'the wait to end');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(reads).to.equal(0);
+    } finally {
+      db.off('query', onQuery);
+    }
+    // The same task is still followed as before.
+    expect((await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}`)).status).to.equal(200);
   });
 
   it('still serves HEAD (through Koa)', async () => {
