@@ -33,7 +33,7 @@ interface Target {
  * keeps is copied by V8's scavenger, whose pauses set the wake-up latency of every follower.
  * Through Koa a waiting poll kept 9.2 KB: Koa's context and its `on-finished` listener (which
  * live until the response ends) and a suspended frame per awaiting middleware. Here it keeps
- * 4.8 KB, against 2.4 KB for Node's own request and response (docs/benchmarks.md, follow).
+ * 4.9 KB, against 2.4 KB for Node's own request and response (docs/benchmarks.md, follow).
  * A poll whose client hangs up stops waiting at once (`onHangUp`) and is logged with status 499.
  *
  * Only a GET of a long-poll route's exact path is taken here; anything else (HEAD, a trailing
@@ -78,7 +78,9 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
     const answer = (status: number, body?: unknown) => {
       if (status !== HUNG_UP) {
         const text = toJson(body);
-        res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+        headers['Content-Type'] = 'application/json; charset=utf-8';
+        headers['Content-Length'] = String(Buffer.byteLength(text));
+        res.writeHead(status, headers);
         res.end(text);
       }
       if (deps.logger.isLevelEnabled('info')) state.logger.info({ method: 'GET', path, status, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
@@ -106,23 +108,13 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
     };
     const call = (auth: AuthContext) => {
       const params: Record<string, string> = {};
-      target.names.forEach((name, n) => (params[name] = decode(found[n + 1]!)));
-      return target.compiled.route.handler({
-        ...target.compiled.input(params, queryObject(search)),
-        body: undefined,
-        auth,
-        requestId: state.requestId,
-        get logger() {
-          return state.logger;
-        },
-        get ctx(): never {
-          throw new Error(`${target.compiled.route.operationId} is a long-poll route, served without Koa: it has no ctx`);
-        },
-        onHangUp(listener: () => void) {
-          if (hungUp(res)) return listener();
-          res.on('close', () => res.writableEnded || listener());
-        },
-      } as HandlerInput<TObject, TObject, TSchema>);
+      for (let n = 0; n < target.names.length; n++) params[target.names[n]!] = decode(found[n + 1]!);
+      const input = target.compiled.input(params, queryObject(search));
+      return target.compiled.route.handler(new LongPollInput(input.params, input.query, auth, state, onHangUp, target.compiled.route.operationId) as unknown as HandlerInput<TObject, TObject, TSchema>);
+    };
+    const onHangUp = (listener: () => void) => {
+      if (hungUp(res)) return listener();
+      res.on('close', () => res.writableEnded || listener());
     };
     const authenticateThenCall = (limitHeaders: RateLimitHeaders) => {
       Object.assign(headers, limitHeaders);
@@ -176,4 +168,33 @@ function queryObject(search: string): Record<string, unknown> {
     query[key] = values.length <= 1 ? values[0] : values;
   }
   return query;
+}
+
+/**
+ * What a long-poll route's handler receives: the `HandlerInput` of Koa's routes, as one object
+ * whose accessors live on its prototype (an object literal with getters, spread into, is built
+ * anew with its closures for every request, ~2 KB).
+ */
+class LongPollInput {
+  readonly body = undefined;
+  readonly requestId: string;
+
+  constructor(
+    readonly params: Record<string, unknown>,
+    readonly query: Record<string, unknown>,
+    readonly auth: AuthContext,
+    private readonly state: RequestState,
+    readonly onHangUp: (listener: () => void) => void,
+    private readonly operationId: string,
+  ) {
+    this.requestId = state.requestId;
+  }
+
+  get logger(): Logger {
+    return this.state.logger;
+  }
+
+  get ctx(): never {
+    throw new Error(`${this.operationId} is a long-poll route, served without Koa: it has no ctx`);
+  }
 }

@@ -2,6 +2,9 @@ import type { Redis } from './redis';
 
 type Listener = (message: string) => void;
 
+/** What `unsubscribe` returns: it completes at once. */
+const DONE: Promise<void> = Promise.resolve();
+
 /** See `Notifier.observe`. */
 export interface ChannelObserver {
   message(name: string, message: string): void;
@@ -95,7 +98,7 @@ export class Notifier {
    * Listens on `name` until the returned function is called. Resolves once Redis has confirmed
    * the subscription, so that anything published after that reaches `listener`.
    */
-  async subscribe(name: string, listener: Listener): Promise<() => Promise<void>> {
+  subscribe(name: string, listener: Listener): Promise<() => Promise<void>> {
     const channel = this.channel(name);
     let state = this.channels.get(channel);
     if (!state) {
@@ -115,22 +118,25 @@ export class Notifier {
     const current = state;
     current.listeners.add(listener);
     let listening = true;
-    const unsubscribe = async () => {
-      if (!listening) return;
+    const unsubscribe = () => {
+      if (!listening) return DONE;
       listening = false;
       current.listeners.delete(listener);
       if (current.listeners.size === 0 && !current.linger && this.channels.get(channel) === current) {
         current.linger = setTimeout(() => this.release(channel, current), this.lingerMs);
         current.linger.unref();
       }
+      return DONE;
     };
-    try {
-      await current.ready;
-    } catch (error) {
-      await unsubscribe();
-      throw error;
-    }
-    return unsubscribe;
+    // Not an async function: every long poll subscribes, and most find the channel confirmed.
+    if (current.confirmed) return Promise.resolve(unsubscribe);
+    return current.ready.then(
+      () => unsubscribe,
+      (error: unknown) => {
+        void unsubscribe();
+        throw error;
+      },
+    );
   }
 
   /**

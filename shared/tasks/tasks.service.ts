@@ -112,6 +112,17 @@ const RECENT_MAX_EVENTS = 50;
 const RECENT_MAX_CHARS = 64 * 1024;
 const RECENT_MAX_TASKS = 10_000;
 
+/** A follower on its way to waiting: what it follows from where, for how long, and its subscription. */
+interface Follower {
+  orgId: string;
+  taskId: string;
+  after: number;
+  waitMs: number;
+  wait: { woken: Promise<void>; wake: () => void };
+  unsubscribe: () => Promise<void>;
+  onHangUp: ((listener: () => void) => void) | undefined;
+}
+
 /** A follower hung up while waiting: there is nobody to answer. */
 export class FollowerGone extends Error {
   constructor() {
@@ -387,21 +398,33 @@ export class TasksService {
    * `onHangUp` (the route's) tells when the follower has gone: the wait then ends at once,
    * without an answer (the promise rejects with `FollowerGone`).
    */
-  async follow(orgId: string, taskId: string, after: number, waitMs: number, onHangUp?: (listener: () => void) => void): Promise<FollowAnswer> {
-    if (waitMs > MAX_WAIT_MS) throw invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`);
-    if (waitMs === 0 || this.ending) return this.fromRecentNotes(orgId, taskId, after) ?? this.answer(after, await this.readFollowState(orgId, taskId, after));
+  follow(orgId: string, taskId: string, after: number, waitMs: number, onHangUp?: (listener: () => void) => void): Promise<FollowAnswer> {
+    if (waitMs > MAX_WAIT_MS) return Promise.reject(invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`));
+    if (waitMs === 0 || this.ending) {
+      const known = this.fromRecentNotes(orgId, taskId, after);
+      return known ? Promise.resolve(known) : this.readFollowState(orgId, taskId, after).then((state) => this.answer(after, state));
+    }
     // Listen before the first read: an event committed after that read is then always heard.
     const wait = this.listen(taskId, after);
-    const unsubscribe = await wait.subscribed;
+    // Not an async function (nor is what it chains to on the way to waiting): a follower asking
+    // again right after its answer, as most do, usually finds nothing new and goes straight to
+    // waiting, and an async function's frame for each of thousands of polls a second is garbage
+    // the web process's scavenger runs for (docs/benchmarks.md, follow).
+    return wait.subscribed.then((unsubscribe) => {
+      const follower: Follower = { orgId, taskId, after, waitMs, wait, unsubscribe, onHangUp };
+      return this.nothingNewSinceLastRead(orgId, taskId, after) ? this.answerWhenWoken(follower) : this.answerOrWait(follower);
+    });
+  }
+
+  /** A follower who may have missed something: answered from the notes or a read when there is news, else waits. */
+  private async answerOrWait(follower: Follower): Promise<FollowAnswer> {
+    const { orgId, taskId, after, unsubscribe } = follower;
     let answer: FollowAnswer | null = null;
     try {
-      // A follower asking again right after its answer usually finds nothing new yet.
-      if (!this.nothingNewSinceLastRead(orgId, taskId, after)) {
-        answer = this.fromRecentNotes(orgId, taskId, after);
-        if (!answer) {
-          const state = await this.readFollowState(orgId, taskId, after);
-          if (state.data.length > 0 || isDone(state.row.status)) answer = this.answer(after, state);
-        }
+      answer = this.fromRecentNotes(orgId, taskId, after);
+      if (!answer) {
+        const state = await this.readFollowState(orgId, taskId, after);
+        if (state.data.length > 0 || isDone(state.row.status)) answer = this.answer(after, state);
       }
     } catch (error) {
       await unsubscribe();
@@ -411,7 +434,7 @@ export class TasksService {
       await unsubscribe();
       return answer;
     }
-    return this.answerWhenWoken(orgId, taskId, after, waitMs, wait, unsubscribe, onHangUp);
+    return this.answerWhenWoken(follower);
   }
 
   /**
@@ -434,15 +457,8 @@ export class TasksService {
    * Waits for a note, `waitMs` or the follower hanging up, then answers from the newest notes or
    * a read (a follower that hung up is not answered: nothing is read for it).
    */
-  private answerWhenWoken(
-    orgId: string,
-    taskId: string,
-    after: number,
-    waitMs: number,
-    wait: { woken: Promise<void>; wake: () => void },
-    unsubscribe: () => Promise<void>,
-    onHangUp: ((listener: () => void) => void) | undefined,
-  ): Promise<FollowAnswer> {
+  private answerWhenWoken(follower: Follower): Promise<FollowAnswer> {
+    const { orgId, taskId, after, waitMs, wait, unsubscribe, onHangUp } = follower;
     const timer = setTimeout(wait.wake, waitMs);
     this.waits.add(wait.wake);
     let gone = false;
