@@ -62,16 +62,20 @@ export function createApp(container: Container, options: { validateResponses?: b
   const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
   // The older session-token API shares the /v1 budget of each client address.
   app.use((ctx, next) => (isV1(ctx.path) || isLegacyPath(ctx.path) ? limitV1(ctx, next) : next()));
+  // A key verified recently is known at once; any other is checked (and may wait for the database).
+  const authenticate = (header: string | undefined) => container.apiKeys.known(header) ?? container.apiKeys.authenticate(header);
   // Every /v1 request needs an org API key: checked before the body is read or the route is known.
-  const authenticateThenNext = async (ctx: Koa.Context, next: Koa.Next) => {
-    (ctx.state as RequestState).auth = await container.apiKeys.authenticate(ctx.get('authorization') || undefined);
-    return next();
-  };
   app.use((ctx, next) => {
     if (!isV1(ctx.path)) return next();
-    const known = container.apiKeys.known(ctx.get('authorization'));
-    if (!known) return authenticateThenNext(ctx, next);
-    (ctx.state as RequestState).auth = known;
+    const state = ctx.state as RequestState;
+    const auth = authenticate(ctx.get('authorization') || undefined);
+    if (auth instanceof Promise) {
+      return auth.then((found) => {
+        state.auth = found;
+        return next();
+      });
+    }
+    state.auth = auth;
     return next();
   });
   app.use(
@@ -96,7 +100,7 @@ export function createApp(container: Container, options: { validateResponses?: b
     {
       logger: container.logger,
       limiter,
-      authenticate: (header) => container.apiKeys.known(header) ?? container.apiKeys.authenticate(header),
+      authenticate,
       trustProxy: container.config.trustProxy,
       validateResponses: options.validateResponses ?? false,
     },

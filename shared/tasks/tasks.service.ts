@@ -400,10 +400,7 @@ export class TasksService {
    */
   follow(orgId: string, taskId: string, after: number, waitMs: number, onHangUp?: (listener: () => void) => void): Promise<FollowAnswer> {
     if (waitMs > MAX_WAIT_MS) return Promise.reject(invalidRequest(`wait_ms must be at most ${MAX_WAIT_MS}`));
-    if (waitMs === 0 || this.ending) {
-      const known = this.fromRecentNotes(orgId, taskId, after);
-      return known ? Promise.resolve(known) : this.readFollowState(orgId, taskId, after).then((state) => this.answer(after, state));
-    }
+    if (waitMs === 0 || this.ending) return Promise.resolve(this.answerNow(orgId, taskId, after));
     // Listen before the first read: an event committed after that read is then always heard.
     const wait = this.listen(taskId, after);
     // Not an async function (nor is what it chains to on the way to waiting): a follower asking
@@ -473,8 +470,13 @@ export class TasksService {
       this.waits.delete(wait.wake);
       void unsubscribe();
       if (gone) throw new FollowerGone();
-      return this.fromRecentNotes(orgId, taskId, after) ?? this.readFollowState(orgId, taskId, after).then((read) => this.answer(after, read));
+      return this.answerNow(orgId, taskId, after);
     });
+  }
+
+  /** What there is after `after` now: from the task's recent notes, else read. */
+  private answerNow(orgId: string, taskId: string, after: number): FollowAnswer | Promise<FollowAnswer> {
+    return this.fromRecentNotes(orgId, taskId, after) ?? this.readFollowState(orgId, taskId, after).then((state) => this.answer(after, state));
   }
 
   /** Followers waiting in this process now (for monitoring, and to see that none is left behind). */
