@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { ApiError, invalidRequest } from '../shared/errors';
+import { PG_INTEGER_MAX } from '../shared/pagination';
 import type { AuthContext } from '../shared/api-keys/api-keys.service';
 import type { Logger } from '../shared/logger';
 import type { RequestState } from './middleware/edge';
@@ -78,11 +79,73 @@ export function defineRoute<
   B extends TSchema | undefined = undefined,
   R extends TSchema = TSchema,
 >(spec: RouteSpec<P, Q, B, R>): RouteSpec {
+  for (const schema of [spec.params, spec.query, spec.body]) if (schema) boundIntegers(schema);
   return spec as unknown as RouteSpec;
 }
 
-const bodyAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: false, verbose: true }));
-const queryAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: true, useDefaults: true, verbose: true }));
+/** PostgreSQL's `integer`: every integer a request carries ends up in one, or compared with one. */
+const PG_INTEGER_MIN = -2_147_483_648;
+
+/**
+ * Gives every integer of a request schema that has no bound of its own PostgreSQL's `integer`
+ * range, in place (so the OpenAPI document shows it): an `after=2147483648` must be a 400
+ * naming the field, not a 500 from the database ("value out of range for type integer").
+ */
+function boundIntegers(schema: unknown): void {
+  const pending: unknown[] = [schema];
+  const seen = new Set<unknown>();
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
+    seen.add(node);
+    const record = node as Record<string, unknown>;
+    if (record.type === 'integer') {
+      if (typeof record.maximum !== 'number' || record.maximum > PG_INTEGER_MAX) record.maximum = PG_INTEGER_MAX;
+      if (typeof record.minimum !== 'number' || record.minimum < PG_INTEGER_MIN) record.minimum = PG_INTEGER_MIN;
+    }
+    for (const value of Object.values(record)) if (typeof value === 'object') pending.push(value);
+  }
+}
+
+/**
+ * The first string (or object key, `…#key`) in `value` that PostgreSQL cannot store, or number
+ * that is not finite (`…#number`), as a JSON pointer; null when there is none. PostgreSQL
+ * refuses U+0000 in text and jsonb, and a lone surrogate in jsonb (and would store it in text as
+ * U+FFFD, silently changed): every string a request carries is checked here, whatever its
+ * field, rather than field by field. Infinity comes from ajv's coercion of a query's
+ * `after=Infinity`, which passes `integer`, `minimum` and `maximum` alike. Iterative: a deeply
+ * nested body must not overflow the stack.
+ */
+export function unstorableStringAt(value: unknown): string | null {
+  const pending: Array<[unknown, string]> = [[value, '']];
+  while (pending.length > 0) {
+    const [node, pointer] = pending.pop()!;
+    if (typeof node === 'string') {
+      if (!storable(node)) return pointer;
+    } else if (typeof node === 'number') {
+      if (!Number.isFinite(node)) return `${pointer}#number`;
+    } else if (Array.isArray(node)) {
+      for (let n = node.length - 1; n >= 0; n--) pending.push([node[n], `${pointer}/${n}`]);
+    } else if (typeof node === 'object' && node !== null) {
+      const keys = Object.keys(node);
+      for (let n = keys.length - 1; n >= 0; n--) {
+        const key = keys[n]!;
+        const at = `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+        if (!storable(key)) return `${at}#key`;
+        pending.push([(node as Record<string, unknown>)[key], at]);
+      }
+    }
+  }
+  return null;
+}
+
+function storable(text: string): boolean {
+  return !text.includes('\u0000') && (text as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
+// strictNumbers: NaN and Infinity (a query's `after=Infinity`, a body's 1e400) are not numbers here.
+const bodyAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: false, verbose: true, strictNumbers: true }));
+const queryAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: true, useDefaults: true, verbose: true, strictNumbers: true }));
 const responseAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
 
 function fieldName(where: string, error: ErrorObject): string {
@@ -149,7 +212,16 @@ function compile(ajv: Ajv, schema: TSchema | undefined): ValidateFunction | null
 }
 
 function check(validate: ValidateFunction | null, value: unknown, where: 'body' | 'query' | 'path'): void {
-  if (validate && !validate(value)) throw invalidRequest(describeSchemaError(where, validate.errors![0]!));
+  if (!validate) return;
+  if (!validate(value)) throw invalidRequest(describeSchemaError(where, validate.errors![0]!));
+  const at = unstorableStringAt(value);
+  if (at === null) return;
+  if (at.endsWith('#number')) throw invalidRequest(`${fieldName(where, { instancePath: at.slice(0, -'#number'.length) } as ErrorObject)} must be a finite number`);
+  if (at.endsWith('#key')) {
+    const field = fieldName(where, { instancePath: at.slice(0, at.lastIndexOf('/')) } as ErrorObject);
+    throw invalidRequest(`${field} has a key with a NUL character (\\u0000) or an unpaired surrogate`);
+  }
+  throw invalidRequest(`${fieldName(where, { instancePath: at } as ErrorObject)} must not contain a NUL character (\\u0000) or an unpaired surrogate`);
 }
 
 export interface MountOptions {

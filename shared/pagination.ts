@@ -25,27 +25,33 @@ export function encodeCursor(seq: number): string {
   return Buffer.from(JSON.stringify({ s: seq })).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): number {
+export function decodeCursor(cursor: string, max = Number.MAX_SAFE_INTEGER): number {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { s?: unknown };
-    if (typeof value.s === 'number' && Number.isSafeInteger(value.s) && value.s > 0) return value.s;
+    if (typeof value.s === 'number' && Number.isSafeInteger(value.s) && value.s > 0 && value.s <= max) return value.s;
   } catch {
     // fall through to the error below
   }
   throw invalidRequest('cursor is not a cursor this list returned');
 }
 
+/** The largest value of PostgreSQL's `integer`: the bound of a cursor over such a column. */
+export const PG_INTEGER_MAX = 2_147_483_647;
+
 /**
  * Runs `query` (already filtered and scoped to the org) as one page, newest first by
- * `seqColumn`, and maps rows with `toObject`.
+ * `seqColumn`, and maps rows with `toObject`. `seqMax` is the largest value `seqColumn` can
+ * hold: a forged cursor past it is a 400, not a 500 from the database (`PG_INTEGER_MAX` for an
+ * `integer` column; a `bigint` one holds every safe integer).
  */
 export async function paginate<Row extends Record<string, unknown>, T>(
   query: Knex.QueryBuilder,
   page: PageRequest,
   toObject: (row: Row) => T,
   seqColumn = 'seq',
+  seqMax = Number.MAX_SAFE_INTEGER,
 ): Promise<Page<T>> {
-  if (page.cursor !== null) query.where(seqColumn, '<', decodeCursor(page.cursor));
+  if (page.cursor !== null) query.where(seqColumn, '<', decodeCursor(page.cursor, seqMax));
   const rows = (await query.orderBy(seqColumn, 'desc').limit(page.limit + 1)) as Row[];
   const hasMore = rows.length > page.limit;
   const pageRows = hasMore ? rows.slice(0, page.limit) : rows;

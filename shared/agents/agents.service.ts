@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
 import { conflict, invalidRequest, notFound } from '../errors';
-import { paginate, type Page, type PageRequest } from '../pagination';
+import { paginate, PG_INTEGER_MAX, type Page, type PageRequest } from '../pagination';
 import type { Guardrails } from '../guardrails/guardrails.types';
 import {
   applyChanges,
@@ -347,6 +347,7 @@ export class AgentService {
       page,
       (version) => this.toVersion(version, row.version),
       'version',
+      PG_INTEGER_MAX,
     );
   }
 

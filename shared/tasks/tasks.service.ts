@@ -495,7 +495,8 @@ export class TasksService {
   }
 
   private answer(after: number, { row, data }: FollowState): FollowAnswer {
-    const cursor = data.length ? data[data.length - 1]!.cursor : Math.max(after, 0);
+    // An `after` past the task's cursor is answered with the task's cursor, not echoed back.
+    const cursor = data.length ? data[data.length - 1]!.cursor : Math.min(Math.max(after, 0), row.cursor);
     return { data, cursor, task: this.toTask(row) };
   }
 
