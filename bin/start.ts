@@ -1,5 +1,6 @@
 import type { Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
+import type { HostResolver } from '../shared/http';
 import { createContainer, type Container } from '../shared/container';
 import { PROCESS_TYPES, type ProcessType, type WorkerType } from '../shared/queues/catalog';
 import { startWeb, type WebServer } from '../api/server';
@@ -23,9 +24,9 @@ export interface RunningDeskhand {
 export async function startDeskhand(
   config: Readonly<Config>,
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { port?: number; validateResponses?: boolean; clock?: Clock } = {},
+  options: { port?: number; validateResponses?: boolean; clock?: Clock; hostResolver?: HostResolver } = {},
 ): Promise<RunningDeskhand> {
-  const container = createContainer(config, { clock: options.clock });
+  const container = createContainer(config, { clock: options.clock, hostResolver: options.hostResolver });
   const inboxes = [taskDesktopInbox(container.loop, container.logger.child({ scope: 'desktop-inbox' }))];
   const web = types.includes('web') ? await startWeb(container, { ...options, inboxes }) : null;
   const workers = await startWorkers(container, types.filter((type): type is WorkerType => type !== 'web'));

@@ -79,7 +79,7 @@ export function createContainer(
   const notifier = new Notifier(redis, subscriber, config.redisPrefix);
   const apiKeys = new ApiKeyService({ db, env: config.env, notifier, logger: logger.child({ scope: 'api-keys' }) });
   const orgs = new OrgService({ db, apiKeys });
-  const agents = new AgentService({ db, config });
+  const agents = new AgentService({ db, config, resolve: options.hostResolver });
   // Every org has exactly one default agent from its first moment.
   orgs.onCreated((trx, orgId, actor) => agents.createDefaultAgent(trx, orgId, actor));
   const agentFiles = new AgentFileService({ db });

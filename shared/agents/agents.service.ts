@@ -5,7 +5,9 @@ import { recordAudit } from '../audit/audit.repository';
 import { conflict, invalidRequest, notFound } from '../errors';
 import { paginate, PG_INTEGER_MAX, type Page, type PageRequest } from '../pagination';
 import type { Guardrails } from '../guardrails/guardrails.types';
+import { checkUrlForRegistration, type HostResolver } from '../http/address-policy';
 import {
+  AGENT_LIMITS,
   applyChanges,
   defaultAgentConfig,
   effectiveInviteUrlTemplate,
@@ -160,7 +162,14 @@ const iso = (value: Date | null) => (value ? value.toISOString() : null);
  * that up. Every change is written to the audit log in the same transaction.
  */
 export class AgentService {
-  constructor(private readonly deps: { db: Knex; config: Readonly<Config> }) {}
+  constructor(
+    private readonly deps: {
+      db: Knex;
+      config: Readonly<Config>;
+      /** Name resolution for the tool URL check (tests inject it); the system resolver by default. */
+      resolve?: HostResolver;
+    },
+  ) {}
 
   /** Creates an agent at version 1 (published, no draft). 409 when the id exists. */
   async create(orgId: string, input: CreateAgentInput, ctx: ChangeContext): Promise<AgentObject> {
@@ -168,6 +177,7 @@ export class AgentService {
       throw invalidRequest('agent_id must be 2 to 40 lowercase letters, digits and dashes');
     }
     const { changes, fields } = configChanges(input as unknown as Record<string, unknown>);
+    await this.checkToolUrls(changes);
     const config = applyChanges(defaultAgentConfig(input.agent_id), changes, this.applyOptions());
     try {
       return await this.deps.db.transaction(async (trx) => {
@@ -214,6 +224,7 @@ export class AgentService {
     if (fields.length === 0 && input.is_default === undefined) {
       throw invalidRequest('body must hold at least one field to change');
     }
+    await this.checkToolUrls(changes);
     // Every answer is read inside its transaction: it shows this change, not a later one.
     return this.deps.db.transaction(async (trx) => {
       const defaultChange = await this.prepareDefaultChange(trx, orgId, agentId, input.is_default);
@@ -254,6 +265,7 @@ export class AgentService {
    */
   async saveDraft(orgId: string, agentId: string, input: AgentConfigChanges, ctx: ChangeContext): Promise<AgentDraftObject> {
     const { changes, fields } = configChanges(input as unknown as Record<string, unknown>);
+    await this.checkToolUrls(changes);
     return this.deps.db.transaction(async (trx) => {
       const row = await this.load(trx, orgId, agentId, true);
       const hadDraft = row.draft !== null;
@@ -491,6 +503,29 @@ export class AgentService {
     const row = await findAgent(db, orgId, agentId, { forUpdate });
     if (!row) throw notFound(`No agent ${agentId}`);
     return row;
+  }
+
+  /**
+   * Resolves the HTTP tool URLs sent and refuses any whose name resolves to a private, local or
+   * reserved address (or to nothing), with the same check as a webhook URL; `applyChanges`
+   * checks everything that needs no DNS. Done before the transaction: a lookup may take
+   * seconds, and no row stays locked for it. The call itself checks again at connection time
+   * (docs/outbound-http.md), which is what stops a name that changes its answer later.
+   */
+  private async checkToolUrls(changes: AgentConfigChanges): Promise<void> {
+    const tools = changes.tools?.http;
+    // Malformed lists are refused by applyChanges, with their own messages.
+    if (!Array.isArray(tools) || tools.length > AGENT_LIMITS.httpTools) return;
+    const checks = await Promise.all(
+      tools.map((tool) =>
+        typeof tool?.url === 'string' && tool.url.length <= AGENT_LIMITS.httpToolUrlChars
+          ? checkUrlForRegistration(tool.url, { allowPrivate: this.deps.config.allowPrivateUrls, resolve: this.deps.resolve })
+          : null,
+      ),
+    );
+    checks.forEach((check, i) => {
+      if (check && !check.ok) throw invalidRequest(`tools.http[${i}].url is refused: ${check.reason}`);
+    });
   }
 
   private applyOptions() {

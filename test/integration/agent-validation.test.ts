@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { MODEL_IDS } from '../../shared/models/catalog';
 import { startTestService, type TestService } from '../support/service';
+import { ACME_DNS, tableResolver } from '../support/table-resolver';
 
 /**
  * Every validation rule of an agent, at its limit (accepted) and one past it (400
@@ -13,7 +14,7 @@ describe('agent validation', () => {
   const agentId = 'validated';
 
   before(async () => {
-    service = await startTestService({}, ['web']);
+    service = await startTestService({}, ['web'], { hostResolver: tableResolver(ACME_DNS) });
     ({ key } = await service.newOrg());
     const created = await service.api(key, 'POST', '/v1/agents', { agent_id: agentId });
     expect(created.status).to.equal(200);

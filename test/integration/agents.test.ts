@@ -5,6 +5,7 @@ import { ApiError } from '../../shared/errors';
 import { newId } from '../../shared/ids';
 import { up as giveExistingOrgsADefaultAgent } from '../../migrations/20261122000104_default_agents_for_existing_orgs';
 import { startTestService, type TestService } from '../support/service';
+import { ACME_DNS, tableResolver } from '../support/table-resolver';
 
 type Org = { orgId: string; key: string; keyId: string };
 
@@ -16,7 +17,7 @@ describe('agents', () => {
   const newAgentId = (stem = 'agent') => `${stem}-${++counter}`;
 
   before(async () => {
-    service = await startTestService({}, ['web']);
+    service = await startTestService({}, ['web'], { hostResolver: tableResolver(ACME_DNS) });
     org = await service.newOrg();
     actor = { type: 'api_key', key_id: org.keyId, name: 'Default key', prefix: org.key.slice(0, 12) };
   });

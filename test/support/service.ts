@@ -2,6 +2,7 @@ import { startDeskhand, type RunningDeskhand } from '../../bin/start';
 import { PROCESS_TYPES, type ProcessType } from '../../shared/queues/catalog';
 import { testConfig } from './environment';
 import type { Clock } from '../../shared/clock';
+import type { HostResolver } from '../../shared/http';
 
 export interface TestService {
   running: RunningDeskhand;
@@ -23,9 +24,9 @@ export interface ApiResponse {
 export async function startTestService(
   overrides: Record<string, string> = {},
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; hostResolver?: HostResolver } = {},
 ): Promise<TestService> {
-  const running = await startDeskhand(testConfig(overrides), types, { port: 0, validateResponses: true, clock: options.clock });
+  const running = await startDeskhand(testConfig(overrides), types, { port: 0, validateResponses: true, clock: options.clock, hostResolver: options.hostResolver });
   const baseUrl = `http://127.0.0.1:${running.web?.port ?? 0}`;
   return {
     running,
