@@ -1,6 +1,7 @@
 import type { Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import type { HostResolver } from '../shared/http';
+import type { Logger } from '../shared/logger';
 import { createContainer, type Container } from '../shared/container';
 import { PROCESS_TYPES, type ProcessType, type WorkerType } from '../shared/queues/catalog';
 import { startWeb, type WebServer } from '../api/server';
@@ -24,9 +25,9 @@ export interface RunningDeskhand {
 export async function startDeskhand(
   config: Readonly<Config>,
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { port?: number; validateResponses?: boolean; clock?: Clock; hostResolver?: HostResolver } = {},
+  options: { port?: number; validateResponses?: boolean; clock?: Clock; hostResolver?: HostResolver; logger?: Logger } = {},
 ): Promise<RunningDeskhand> {
-  const container = createContainer(config, { clock: options.clock, hostResolver: options.hostResolver });
+  const container = createContainer(config, { clock: options.clock, hostResolver: options.hostResolver, logger: options.logger });
   const inboxes = [taskDesktopInbox(container.loop, container.logger.child({ scope: 'desktop-inbox' }))];
   const web = types.includes('web') ? await startWeb(container, { ...options, inboxes }) : null;
   const workers = await startWorkers(container, types.filter((type): type is WorkerType => type !== 'web'));

@@ -14,6 +14,7 @@ import { ApiError, conflict, notFound } from '../errors';
 import { newId, randomString } from '../ids';
 import { changeTask, type TaskChange, type TaskChangeDeps } from './task-change';
 import { activeMs, isDone } from './task-object';
+import { actionToRun, describeTyping, maskTypedText, moveToApply, moveWithoutTypedText, typedTarget, typedTexts, withoutTypedText, type RecordedAction } from './typed-text';
 import {
   answerItem,
   closeOpenItems,
@@ -67,7 +68,8 @@ interface DeclaredCategory {
 
 /** What an approval item holds so that the loop can carry on once it is decided. */
 type ApprovalDetail =
-  | { kind: 'action'; what: string; action: DesktopAction; category: GuardrailCategory | null; rule: string; addressBar: AddressBarBuffer | null }
+  /** `action` without typed text: that waits in `queued_actions` (shared/tasks/typed-text.ts). */
+  | { kind: 'action'; what: string; action: DesktopAction | RecordedAction; category: GuardrailCategory | null; rule: string; addressBar: AddressBarBuffer | null }
   | { kind: 'agent_request'; what: string; category: GuardrailCategory | null }
   | { kind: 'tool'; what: string; tool: string; arguments: Record<string, unknown> }
   | { kind: 'safety_check'; what: string; move: ModelMove }
@@ -387,25 +389,31 @@ export class TaskLoop {
       turn_results: [],
       ...(guard.declared || guard.stepDeclared ? { guard_state: { ...guard, declared: null, stepDeclared: declared } } : {}),
     });
-    if (output.thought) {
-      change.event('thought', output.thought);
+    // What the model says about its move never repeats the text the move types (it may be a secret).
+    const typed = typedTexts(output.move);
+    const thought = output.thought ? maskTypedText(output.thought, typed) : null;
+    const safety = output.safety ? maskTypedText(output.safety, typed) : null;
+    if (thought) {
+      change.event('thought', thought);
       // A thought about a question or an approval the person may not see stays off their screen.
       const hidden =
         (output.move.kind === 'ask' && !row.agent_config.customer_answers) ||
         ((output.move.kind === 'request_approval' || output.safety !== null) && !row.agent_config.customer_approvals);
       if (row.agent_config.narration && !hidden) {
-        const text = output.thought;
+        const text = thought;
         change.after(() => this.deps.link.show(row.session_id, { kind: 'narration', task_id: row.id, text }));
       }
     }
-    if (output.safety) {
+    if (safety) {
       const guardrails = row.agent_config.guardrails;
-      change.event('safety_check', `The model raised a safety check: ${output.safety}`, { reason: output.safety });
+      change.event('safety_check', `The model raised a safety check: ${safety}`, { reason: safety });
       if (guardrails.mode === 'unattended' || guardrails.safety_checks === 'stop') {
-        await this.finish(change, 'failed', `Stopped by a safety check: ${output.safety}`);
+        await this.finish(change, 'failed', `Stopped by a safety check: ${safety}`);
         return;
       }
-      await this.openApproval(change, { kind: 'safety_check', what: `Safety check: ${output.safety}`, move: output.move }, 'high');
+      // The item keeps the move without typed text; the actions, text and all, wait in queued_actions.
+      if (output.move.kind === 'actions' && output.move.actions.some((action) => action.type === 'type')) change.set({ queued_actions: output.move.actions });
+      await this.openApproval(change, { kind: 'safety_check', what: `Safety check: ${safety}`, move: moveWithoutTypedText(output.move) }, 'high');
       return;
     }
     await this.applyMove(change, output.move, fileOutcome);
@@ -416,8 +424,9 @@ export class TaskLoop {
     const config = row.agent_config;
     switch (move.kind) {
       case 'actions': {
-        change.event('step', move.step, { actions: move.actions.length });
-        if (config.narration) change.after(() => this.deps.link.show(row.session_id, { kind: 'narration', task_id: row.id, text: move.step, step: move.step }));
+        const step = maskTypedText(move.step, typedTexts(move));
+        change.event('step', step, { actions: move.actions.length });
+        if (config.narration) change.after(() => this.deps.link.show(row.session_id, { kind: 'narration', task_id: row.id, text: step, step }));
         if (move.actions.length === 0) {
           change.set({ last_outcome: { kind: 'actions', results: [] } });
           this.scheduleStep(change);
@@ -537,7 +546,7 @@ export class TaskLoop {
         change.event('guardrail', decision.reason, { verdict: 'confirm', rule: decision.rule, category: decision.category, app: decision.app, site: decision.site });
         await this.openApproval(
           change,
-          { kind: 'action', what: decision.reason, action, category: decision.category, rule: decision.rule, addressBar: decision.addressBar },
+          { kind: 'action', what: decision.reason, action: withoutTypedText(action), category: decision.category, rule: decision.rule, addressBar: decision.addressBar },
           'normal',
         );
         return;
@@ -574,7 +583,13 @@ export class TaskLoop {
       phase_since: change.now,
       guard_state: { ...(row.guard_state as GuardState), pendingAddressBar: addressBar },
     });
-    change.event('action', describeAction(action), { act_id: actId, action });
+    // Typed text goes to the computer only: the event says how much and where (shared/tasks/typed-text.ts).
+    if (action.type === 'type') {
+      const target = typedTarget(row.observation);
+      change.event('action', describeTyping(action.text.length, target), { act_id: actId, action: withoutTypedText(action), target });
+    } else {
+      change.event('action', describeAction(action), { act_id: actId, action });
+    }
     const message: ActMessage = { task_id: row.id, act_id: actId, action };
     // An action the computer never answers is found by the reconcile sweep (phase 'computer'
     // for longer than the act timeout), which costs nothing per action.
@@ -807,8 +822,8 @@ export class TaskLoop {
     const denial = `Denied${item.answered_by === 'timeout' ? ' (nobody decided in time)' : ''}${item.note ? `: ${item.note}` : ''}`;
     switch (detail.kind) {
       case 'action':
-        if (decision === 'approve') {
-          this.dispatch(change, detail.action, detail.addressBar);
+        if (decision === 'approve' && actionToRun(detail.action, row.queued_actions)) {
+          this.dispatch(change, actionToRun(detail.action, row.queued_actions)!, detail.addressBar);
         } else {
           change.set({ queued_actions: [], last_outcome: { kind: 'refused', reason: `${detail.what} ${denial}.`, results: row.turn_results }, turn_results: [] });
           this.scheduleStep(change);
@@ -837,8 +852,11 @@ export class TaskLoop {
           else this.scheduleStep(change);
           return;
         }
-        if (decision === 'approve') await this.applyMove(change, detail.move, null);
-        else await this.finish(change, 'failed', `Stopped by a safety check that was denied: ${detail.what.replace(/^Safety check: /, '')}`);
+        if (decision === 'approve') {
+          const move = moveToApply(detail.move, row.queued_actions);
+          if (move) await this.applyMove(change, move, null);
+          else await this.finish(change, 'failed', 'The approved move could not be found again');
+        } else await this.finish(change, 'failed', `Stopped by a safety check that was denied: ${detail.what.replace(/^Safety check: /, '')}`);
         return;
     }
   }
@@ -899,6 +917,8 @@ export class TaskLoop {
       current_job_id: null,
       awaiting_act_id: null,
       queued_actions: [],
+      // A vendor's transcript (Anthropic, Gemini) holds the text the agent typed; no turn follows.
+      model_state: null,
       pending: null,
     });
     await closeOpenItems(change.trx, row.id);

@@ -3,6 +3,7 @@ import { PROCESS_TYPES, type ProcessType } from '../../shared/queues/catalog';
 import { testConfig } from './environment';
 import type { Clock } from '../../shared/clock';
 import type { HostResolver } from '../../shared/http';
+import type { Logger } from '../../shared/logger';
 
 export interface TestService {
   running: RunningDeskhand;
@@ -24,9 +25,9 @@ export interface ApiResponse {
 export async function startTestService(
   overrides: Record<string, string> = {},
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { clock?: Clock; hostResolver?: HostResolver } = {},
+  options: { clock?: Clock; hostResolver?: HostResolver; logger?: Logger } = {},
 ): Promise<TestService> {
-  const running = await startDeskhand(testConfig(overrides), types, { port: 0, validateResponses: true, clock: options.clock, hostResolver: options.hostResolver });
+  const running = await startDeskhand(testConfig(overrides), types, { port: 0, validateResponses: true, ...options });
   const baseUrl = `http://127.0.0.1:${running.web?.port ?? 0}`;
   return {
     running,
