@@ -116,7 +116,7 @@ function boundIntegers(schema: unknown): void {
  * `after=Infinity`, which passes `integer`, `minimum` and `maximum` alike. Iterative: a deeply
  * nested body must not overflow the stack.
  */
-export function unstorableStringAt(value: unknown): string | null {
+export function unstorableValueAt(value: unknown): string | null {
   const pending: Array<[unknown, string]> = [[value, '']];
   while (pending.length > 0) {
     const [node, pointer] = pending.pop()!;
@@ -214,7 +214,7 @@ function compile(ajv: Ajv, schema: TSchema | undefined): ValidateFunction | null
 function check(validate: ValidateFunction | null, value: unknown, where: 'body' | 'query' | 'path'): void {
   if (!validate) return;
   if (!validate(value)) throw invalidRequest(describeSchemaError(where, validate.errors![0]!));
-  const at = unstorableStringAt(value);
+  const at = unstorableValueAt(value);
   if (at === null) return;
   if (at.endsWith('#number')) throw invalidRequest(`${fieldName(where, { instancePath: at.slice(0, -'#number'.length) } as ErrorObject)} must be a finite number`);
   if (at.endsWith('#key')) {

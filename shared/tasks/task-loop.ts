@@ -821,14 +821,17 @@ export class TaskLoop {
     change.orgEvent('task.approval_decided', { decision: { approval_id: item.id, decision, note: item.note, answered_by: item.answered_by } });
     const denial = `Denied${item.answered_by === 'timeout' ? ' (nobody decided in time)' : ''}${item.note ? `: ${item.note}` : ''}`;
     switch (detail.kind) {
-      case 'action':
-        if (decision === 'approve' && actionToRun(detail.action, row.queued_actions)) {
-          this.dispatch(change, actionToRun(detail.action, row.queued_actions)!, detail.addressBar);
+      case 'action': {
+        const action = decision === 'approve' ? actionToRun(detail.action, row.queued_actions) : null;
+        if (action) {
+          this.dispatch(change, action, detail.addressBar);
         } else {
-          change.set({ queued_actions: [], last_outcome: { kind: 'refused', reason: `${detail.what} ${denial}.`, results: row.turn_results }, turn_results: [] });
+          const why = decision === 'approve' ? 'Approved, but the action was no longer queued' : denial;
+          change.set({ queued_actions: [], last_outcome: { kind: 'refused', reason: `${detail.what} ${why}.`, results: row.turn_results }, turn_results: [] });
           this.scheduleStep(change);
         }
         return;
+      }
       case 'agent_request':
         if (detail.category) this.declare(change, detail.category, decision);
         change.set({ last_outcome: { kind: 'approval', decision, reason: item.note } });
