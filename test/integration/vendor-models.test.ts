@@ -478,7 +478,7 @@ describe('vendor model backends against local stand-ins', function () {
         required: ['name'],
       });
       expect(req.body.generationConfig ?? {}).not.to.have.property('thinkingConfig');
-      expect(req.body.systemInstruction).to.deep.equal({ parts: [{ text: 'Service rules.\n\nAgent instructions.' }] });
+      expect(req.body.systemInstruction).to.deep.include({ parts: [{ text: 'Service rules.\n\nAgent instructions.' }] });
       expect(req.body.contents).to.deep.equal([
         {
           role: 'user',
