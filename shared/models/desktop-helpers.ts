@@ -217,7 +217,7 @@ export function callOutcome(outcome: TurnOutcome | null, first: number, count: n
   const results = outcome && (outcome.kind === 'actions' || outcome.kind === 'refused') ? (outcome.results ?? []) : [];
   const mine = results.slice(first, first + count);
   if (outcome?.kind === 'refused' && mine.length < count) return { refused: outcomeText(outcome).text, failures: null, ran: false };
-  return { refused: null, failures: actionFailures(mine), ran: true };
+  return { refused: null, failures: actionFailures(mine)?.replace(/\.+$/, '') ?? null, ran: true };
 }
 
 /**
