@@ -181,7 +181,7 @@ export function toModelError(backend: ModelBackendId, error: unknown, signal: Ab
     });
   }
   if (failure.code === 'not_found' && model) {
-    return new ModelError(`${failure.message} (the model ${model} may have been retired by ${vendor}; see docs/models.md, "Retiring a model")`, {
+    return new ModelError(`${failure.message} (the model ${model} may have been retired by ${vendor}; see docs/models.md, "Keeping the catalog current")`, {
       code: 'not_found',
       retryable: false,
       backend,
