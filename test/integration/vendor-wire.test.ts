@@ -11,7 +11,7 @@ import type { Observation } from '../../shared/desktop/protocol';
 import { AnthropicBackend } from '../../shared/models/anthropic';
 import { BUILT_IN_CATALOG, createModelRegistry, loadModelCatalog, ModelCatalogError } from '../../shared/models/catalog';
 import { GeminiBackend } from '../../shared/models/gemini';
-import { ModelError, type ModelTurnInput } from '../../shared/models/model.types';
+import { ModelError, type ModelTurnInput, type TurnOutcome } from '../../shared/models/model.types';
 import { OpenAIBackend } from '../../shared/models/openai';
 import { startStub, type Stub } from '../support/vendor-stub';
 import type { Vendor } from '../support/vendor-schemas';
@@ -95,10 +95,11 @@ describe('vendor wire defects (issue 18)', function () {
     });
     beforeEach(() => open('anthropic'));
 
-    for (const [what, outcome] of [
+    const steps: Array<[string, TurnOutcome]> = [
       ['refused by the guardrails', { kind: 'refused', reason: 'Buying is blocked for this agent', results: [] }],
       ['failed on the computer', { kind: 'actions', results: [{ ok: false, error: 'No such button' }] }],
-    ] as const) {
+    ];
+    for (const [what, outcome] of steps) {
       it(`answers a step ${what} with an is_error tool_result of text only, and the screenshot after it`, async () => {
         stub.reply(
           { body: message([{ type: 'tool_use', id: 'toolu_1', name: 'computer', input: { action: 'left_click', coordinate: [640, 400] } }]) },
@@ -184,11 +185,11 @@ describe('vendor wire defects (issue 18)', function () {
     const done = response('resp_2', [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done.' }] }]);
     beforeEach(() => open('openai'));
 
-    const cases = [
+    const cases: Array<[string, boolean, TurnOutcome, boolean]> = [
       ['a person approved the check and the step ran', true, { kind: 'actions', results: [{ ok: true }] }, true],
       ['the guardrails refused the step after the approval', true, { kind: 'refused', reason: 'Blocked site', results: [] }, false],
       ['nobody approved the check', false, { kind: 'actions', results: [{ ok: true }] }, false],
-    ] as const;
+    ];
     for (const [what, approved, outcome, acknowledged] of cases) {
       it(`${acknowledged ? 'acknowledges' : 'does not acknowledge'} the safety check when ${what}`, async () => {
         stub.reply({ body: clickWithCheck }, { body: done });
@@ -264,11 +265,11 @@ describe('vendor wire defects (issue 18)', function () {
     });
     beforeEach(() => open('gemini'));
 
-    const cases = [
+    const cases: Array<[string, boolean, TurnOutcome, boolean]> = [
       ['a person approved it and the step ran', true, { kind: 'actions', results: [{ ok: true }] }, true],
       ['the guardrails refused the step', true, { kind: 'refused', reason: 'Blocked', results: [] }, false],
       ['nobody approved it', false, { kind: 'actions', results: [{ ok: true }] }, false],
-    ] as const;
+    ];
     for (const [what, approved, outcome, acknowledged] of cases) {
       it(`${acknowledged ? 'sends' : 'does not send'} safety_acknowledgement when ${what}`, async () => {
         stub.reply({ body: confirmClick }, { body: answer([{ text: 'Done.' }]) });
