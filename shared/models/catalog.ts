@@ -44,7 +44,7 @@ export const BUILT_IN_CATALOG: readonly ModelCatalogEntry[] = Object.freeze([
   { id: 'claude-haiku-4-5-20251001', vendor: 'anthropic', slot: 'A3', name: 'Claude Haiku 4.5' },
   { id: 'gpt-5.4-mini', vendor: 'openai', slot: 'B1', name: 'GPT-5.4 mini (computer tool)' },
   { id: 'gpt-5.4', vendor: 'openai', slot: 'B2', name: 'GPT-5.4 (computer tool)' },
-  { id: 'gemini-2.5-computer-use-preview-10-2025', vendor: 'gemini', slot: 'C1', name: 'Gemini 2.5 Computer Use (preview)' },
+  { id: 'gemini-3.6-flash', vendor: 'gemini', slot: 'C1', name: 'Gemini 3.6 Flash (computer use)' },
 ] as const satisfies readonly ModelCatalogEntry[]);
 
 /**
@@ -56,6 +56,7 @@ export const BUILT_IN_RETIRED: readonly string[] = Object.freeze([
   'computer-use-preview-2025-03-11',
   'claude-opus-4-1-20250805',
   'claude-sonnet-4-5-20250929',
+  'gemini-2.5-computer-use-preview-10-2025',
 ]);
 
 export interface ModelCatalog {

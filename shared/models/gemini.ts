@@ -1,6 +1,7 @@
 /**
  * Gemini backend: `generateContent` through Google's SDK (`@google/genai`) with the `computerUse`
- * tool (browser environment) and the agent's own tools as function declarations. The model points with coordinates normalized to
+ * tool (browser environment; a preview feature of the Gemini 3 Flash models) and the agent's own
+ * tools as function declarations. The model points with coordinates normalized to
  * 0..999 whatever the screen, scaled here to the display.
  *
  * Gemini keeps no conversation, so the contents live in `state` without images (each request
@@ -31,6 +32,7 @@ import {
 } from './desktop-helpers';
 import {
   ModelError,
+  type Effort,
   type ModelBackend,
   type ModelMove,
   type ModelTurnInput,
@@ -47,6 +49,7 @@ import {
   Environment,
   FunctionCallingConfigMode,
   GoogleGenAI,
+  ThinkingLevel,
   type Content as GeminiContent,
   type GenerateContentConfig,
   type GenerateContentParameters,
@@ -60,9 +63,25 @@ export const GEMINI_DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.co
 export const GEMINI_API_VERSION = 'v1beta';
 
 /**
- * Effort is not sent to Gemini: its computer-use model documents no thinking settings (a
- * `thinkingBudget` is not confirmed for it), so low, medium and high run alike (docs/models.md).
+ * Effort → `thinkingLevel` on Gemini 3 models, which take it (`thinkingBudget` is the older
+ * setting and is not sent). The Gemini 2.5 computer-use preview documents no thinking settings:
+ * nothing is sent to it, and its three efforts run alike.
  */
+export const GEMINI_THINKING_LEVEL: Readonly<Record<Effort, ThinkingLevel>> = Object.freeze({
+  low: ThinkingLevel.LOW,
+  medium: ThinkingLevel.MEDIUM,
+  high: ThinkingLevel.HIGH,
+});
+
+/** Whether a model serves computer use only, and refuses requests without the `computerUse` tool. */
+export function requiresComputerTool(model: string): boolean {
+  return model.includes('computer-use');
+}
+
+/** Whether a model takes `thinkingLevel` (the Gemini 3 family). */
+export function takesThinkingLevel(model: string): boolean {
+  return /^gemini-3(\.\d+)?-/.test(model);
+}
 
 /** The computer-use functions Gemini predefines; anything else is one of the agent's tools. */
 export const GEMINI_COMPUTER_FUNCTIONS: readonly string[] = Object.freeze([
@@ -413,23 +432,20 @@ export class GeminiBackend implements ModelBackend {
   }
 
   /**
-   * The scope check: one generateContent request with the question as text. The computer-use
-   * model takes requests only with its `computerUse` tool, so it is declared, but with function
-   * calling off (`mode: NONE`) the model cannot answer with an action; an answer without text
-   * is asked again once.
+   * The scope check: one generateContent request with the question as text and no tools, so the
+   * answer cannot be an action. A dedicated computer-use model (the 2.5 preview) refuses requests
+   * without its `computerUse` tool: for it the tool is declared with function calling off
+   * (`mode: NONE`). An answer without text is asked again once.
    */
   async judgeScope(input: ScopeJudgeInput, signal?: AbortSignal): Promise<ScopeVerdict> {
     let text: string | null = null;
     for (const question of [scopeJudgeQuestion(input), `${scopeJudgeQuestion(input)}\n\n${SCOPE_JUDGE_RETRY}`]) {
-      const request = {
-        model: input.model,
-        contents: [{ role: 'user', parts: [{ text: question }] }],
-        config: {
-          systemInstruction: SCOPE_JUDGE_INSTRUCTIONS,
-          tools: [{ computerUse: { environment: Environment.ENVIRONMENT_BROWSER } }],
-          toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.NONE } },
-        },
-      } satisfies GenerateContentParameters;
+      const config: GenerateContentConfig = { systemInstruction: SCOPE_JUDGE_INSTRUCTIONS };
+      if (requiresComputerTool(input.model)) {
+        config.tools = [{ computerUse: { environment: Environment.ENVIRONMENT_BROWSER } }];
+        config.toolConfig = { functionCallingConfig: { mode: FunctionCallingConfigMode.NONE } };
+      }
+      const request = { model: input.model, contents: [{ role: 'user', parts: [{ text: question }] }], config } satisfies GenerateContentParameters;
       text = geminiText(await this.call(request, signal));
       if (text !== null) break;
     }
@@ -506,5 +522,6 @@ export function geminiRequest(input: ModelTurnInput, contents: Content[]): Gener
   const tools: GeminiTool[] = [{ computerUse: { environment: Environment.ENVIRONMENT_BROWSER } }, { functionDeclarations: declarations }];
   const config: GenerateContentConfig = { tools };
   if (input.system.trim() !== '') config.systemInstruction = input.system;
+  if (takesThinkingLevel(input.model)) config.thinkingConfig = { thinkingLevel: GEMINI_THINKING_LEVEL[input.effort] ?? ThinkingLevel.LOW };
   return { model: input.model, contents, config };
 }

@@ -33,7 +33,7 @@ export interface ModelDisplay {
   height: number;
   /**
    * The system as the desktop app reports it (`DeviceInfo.os`): `mac` or `windows`. Backends need
-   * it to name apps and keys (Cmd on a Mac, Ctrl on Windows) and OpenAI's tool declares it.
+   * it to name apps and keys (Cmd on a Mac, Ctrl on Windows).
    * Anything other than `windows` is treated like a Mac.
    */
   os: string;

@@ -35,7 +35,7 @@ describe('the scope check with vendor models (local stand-ins)', function () {
       GEMINI_BASE_URL: gemini.url,
     });
     ({ key } = await service.newOrg());
-    const agents = { 'scoped-claude': 'claude-sonnet-4-6', 'scoped-openai': 'gpt-5.4', 'scoped-gemini': 'gemini-2.5-computer-use-preview-10-2025' };
+    const agents = { 'scoped-claude': 'claude-sonnet-4-6', 'scoped-openai': 'gpt-5.4', 'scoped-gemini': 'gemini-3.6-flash' };
     for (const [agentId, model] of Object.entries(agents)) {
       const created = await service.api(key, 'POST', '/v1/agents', { agent_id: agentId, model, guardrails: { confirm: [], scope: SCOPE } });
       expect(created.status, JSON.stringify(created.body)).to.equal(200);
@@ -86,11 +86,11 @@ describe('the scope check with vendor models (local stand-ins)', function () {
     expect(events.slice(0, 2).map((event) => event.type)).to.deep.equal(['guardrail', 'started']);
     expect(events[0].message).to.equal("The task fits the agent's scope: Buying a shirt is shopping for clothes.");
     expect(gemini.requests.map((request) => request.path)).to.deep.equal([
-      '/v1beta/models/gemini-2.5-computer-use-preview-10-2025:generateContent',
-      '/v1beta/models/gemini-2.5-computer-use-preview-10-2025:generateContent',
+      '/v1beta/models/gemini-3.6-flash:generateContent',
+      '/v1beta/models/gemini-3.6-flash:generateContent',
     ]);
     expect(gemini.requests[0]!.body.systemInstruction).to.deep.include({ parts: [{ text: SCOPE_JUDGE_INSTRUCTIONS }] });
-    expect(gemini.requests[0]!.body.toolConfig).to.deep.equal({ functionCallingConfig: { mode: 'NONE' } });
+    expect(gemini.requests[0]!.body).not.to.have.property('tools');
   });
 
   it('OpenAI: a judge that cannot tell, or whose answer cannot be read, fails the task as undecided', async () => {

@@ -42,7 +42,7 @@ describe('tasks on vendor models (local stand-ins)', function () {
       'on-default': { model: null, effort: 'high' },
       'on-claude': { model: 'claude-sonnet-4-6', effort: 'medium' },
       'on-haiku': { model: 'claude-haiku-4-5-20251001', effort: 'high' },
-      'on-gemini': { model: 'gemini-2.5-computer-use-preview-10-2025', effort: 'low' },
+      'on-gemini': { model: 'gemini-3.6-flash', effort: 'low' },
     };
     for (const [agentId, fields] of Object.entries(agents)) {
       const created = await service.api(key, 'POST', '/v1/agents', { agent_id: agentId, ...(fields as object), guardrails: { confirm: [] } });
@@ -201,7 +201,7 @@ describe('tasks on vendor models (local stand-ins)', function () {
   });
 
   describe('Gemini', () => {
-    const MODEL = 'gemini-2.5-computer-use-preview-10-2025';
+    const MODEL = 'gemini-3.6-flash';
     const answer = (parts: unknown[]): Reply => ({ body: { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5 } } });
     const fn = (name: string, args: Record<string, unknown>) => ({ functionCall: { name, args } });
     const confirm = { decision: 'require_confirmation', explanation: 'This leaves the shop.' };
@@ -224,7 +224,7 @@ describe('tasks on vendor models (local stand-ins)', function () {
       expect(task).to.include({ status: 'completed', result: 'Stopped before paying.' }, JSON.stringify(events.slice(-6)));
       const requests = gemini.requests;
       expect(requests.map((r) => r.path)).to.deep.equal(Array(7).fill(`/v1beta/models/${MODEL}:generateContent`));
-      for (const r of requests) expect(r.body.generationConfig ?? {}).not.to.have.property('thinkingConfig');
+      for (const r of requests) expect(r.body.generationConfig).to.deep.equal({ thinkingConfig: { thinkingLevel: 'LOW' } });
       const responses = (i: number) => requests[i]!.body.contents[requests[i]!.body.contents.length - 1].parts.map((p: any) => p.functionResponse);
       expect(responses(2)[0].response).to.have.keys(['url']);
       expect(responses(2)[0].parts[0].inlineData.mimeType).to.equal('image/png');

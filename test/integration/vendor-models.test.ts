@@ -446,14 +446,14 @@ describe('vendor model backends against local stand-ins', function () {
   });
 
   describe('Gemini generateContent', () => {
-    const MODEL = 'gemini-2.5-computer-use-preview-10-2025';
+    const MODEL = 'gemini-3.6-flash';
     const backend = () => new GeminiBackend({ apiKey: 'gm-test', baseUrl: stub.url, retry: FAST_RETRY });
     const answer = (parts: unknown[], finishReason = 'STOP') => ({
       candidates: [{ content: { role: 'model', parts }, finishReason }],
       usageMetadata: { promptTokenCount: 700, candidatesTokenCount: 20, thoughtsTokenCount: 100 },
     });
 
-    it('sends the computerUse tool, declarations and screenshot, no thinking settings, and scales a click', async () => {
+    it('sends the computerUse tool, declarations, thinking level and screenshot, and scales a click', async () => {
       stub.reply({
         body: answer([
           { text: 'Looking at the cart.', thought: true },
@@ -477,7 +477,7 @@ describe('vendor model backends against local stand-ins', function () {
         },
         required: ['name'],
       });
-      expect(req.body.generationConfig ?? {}).not.to.have.property('thinkingConfig');
+      expect(req.body.generationConfig).to.deep.equal({ thinkingConfig: { thinkingLevel: 'MEDIUM' } });
       expect(req.body.systemInstruction).to.deep.include({ parts: [{ text: 'Service rules.\n\nAgent instructions.' }] });
       expect(req.body.contents).to.deep.equal([
         {
@@ -551,12 +551,21 @@ describe('vendor model backends against local stand-ins', function () {
       expect(second.move).to.deep.equal({ kind: 'tool', name: 'lookup_order', arguments: { id: 3 } });
     });
 
-    it('sends no thinking settings whatever the effort (none are documented for the computer-use model)', async () => {
-      for (const effort of ['low', 'medium', 'high'] as const) {
-        stub.reply({ body: answer([{ text: 'ok' }]) });
-        await backend().turn(input({ model: MODEL, effort }));
-        expect(stub.requests[stub.requests.length - 1].body.generationConfig ?? {}).not.to.have.property('thinkingConfig');
+    it('maps effort to thinkingLevel on Gemini 3, and sends no thinking settings to the 2.5 computer-use preview', async () => {
+      for (const model of [MODEL, 'gemini-2.5-computer-use-preview-10-2025']) {
+        for (const effort of ['low', 'medium', 'high'] as const) {
+          stub.reply({ body: answer([{ text: 'ok' }]) });
+          await backend().turn(input({ model, effort }));
+        }
       }
+      expect(stub.requests.map((r) => r.body.generationConfig?.thinkingConfig ?? null)).to.deep.equal([
+        { thinkingLevel: 'LOW' },
+        { thinkingLevel: 'MEDIUM' },
+        { thinkingLevel: 'HIGH' },
+        null,
+        null,
+        null,
+      ]);
     });
 
     it('retries a 500 and does not retry a 400', async () => {
@@ -586,7 +595,7 @@ describe('vendor model backends against local stand-ins', function () {
         { body: { id: 'r', output: [{ type: 'message', content: [{ type: 'output_text', text: 'B' }] }] } },
         { body: { candidates: [{ content: { role: 'model', parts: [{ text: 'C' }] } }] } },
       );
-      const ids = ['claude-opus-4-6', null, 'gemini-2.5-computer-use-preview-10-2025'];
+      const ids = ['claude-opus-4-6', null, 'gemini-3.6-flash'];
       const summaries = [];
       for (const id of ids) {
         const out = await registry.backendFor(id)!.turn(input({ model: id ?? 'gpt-5.4' }));
@@ -596,7 +605,7 @@ describe('vendor model backends against local stand-ins', function () {
       expect(stub.requests.map((r) => r.path)).to.deep.equal([
         '/v1/messages',
         '/v1/responses',
-        '/v1beta/models/gemini-2.5-computer-use-preview-10-2025:generateContent',
+        '/v1beta/models/gemini-3.6-flash:generateContent',
       ]);
     });
   });

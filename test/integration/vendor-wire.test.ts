@@ -251,7 +251,7 @@ describe('vendor wire defects (issue 18)', function () {
   });
 
   describe('Gemini', () => {
-    const MODEL = 'gemini-2.5-computer-use-preview-10-2025';
+    const MODEL = 'gemini-3.6-flash';
     const backend = (retry = FAST) => new GeminiBackend({ apiKey: 'gm', baseUrl: stub.url, retry });
     const answer = (parts: unknown[]) => ({ candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 7, candidatesTokenCount: 2 } });
     const confirmClick = answer([{ functionCall: { name: 'click_at', args: { x: 500, y: 500, safety_decision: { decision: 'require_confirmation', explanation: 'Buys something.' } } } }]);
@@ -312,14 +312,22 @@ describe('vendor wire defects (issue 18)', function () {
       expect(error.message).to.contain(`the model ${MODEL} may have been retired by Gemini`);
     });
 
-    it('judges scope with function calling off, and asks again when the answer is an action', async () => {
+    it('judges scope without tools, and asks again when the answer is an action', async () => {
       stub.reply({ body: answer([{ functionCall: { name: 'open_web_browser', args: {} } }]) }, { body: answer([{ text: '{"verdict":"off_scope","reason":"Taxes."}' }]) });
       const verdict = await backend().judgeScope({ scope: 'Shopping', prompt: 'File my taxes', model: MODEL });
       expect(verdict.verdict).to.equal('off_scope');
-      expect(stub.requests.map((r) => r.body.toolConfig)).to.deep.equal([
-        { functionCallingConfig: { mode: 'NONE' } },
-        { functionCallingConfig: { mode: 'NONE' } },
+      expect(stub.requests.map((r) => [r.body.tools ?? null, r.body.toolConfig ?? null])).to.deep.equal([
+        [null, null],
+        [null, null],
       ]);
+    });
+
+    it('judges scope on the 2.5 computer-use preview with its tool declared but function calling off', async () => {
+      stub.reply({ body: answer([{ text: '{"verdict":"in_scope","reason":"Shopping."}' }]) });
+      const verdict = await backend().judgeScope({ scope: 'Shopping', prompt: 'Buy a shirt', model: 'gemini-2.5-computer-use-preview-10-2025' });
+      expect(verdict.verdict).to.equal('in_scope');
+      expect(stub.requests[0]!.body.tools).to.deep.equal([{ computerUse: { environment: 'ENVIRONMENT_BROWSER' } }]);
+      expect(stub.requests[0]!.body.toolConfig).to.deep.equal({ functionCallingConfig: { mode: 'NONE' } });
     });
   });
 

@@ -253,8 +253,12 @@ const geminiSchema = {
       },
     },
     toolConfig: { type: 'object', properties: { functionCallingConfig: { type: 'object', properties: { mode: { enum: ['AUTO', 'ANY', 'NONE', 'VALIDATED'] } } } } },
-    // No thinking settings are documented for the computer-use model.
-    generationConfig: { type: 'object', not: { required: ['thinkingConfig'] } },
+    // Thinking: a level (Gemini 3), never a token budget (checked per model below).
+    generationConfig: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { thinkingConfig: { type: 'object', additionalProperties: false, required: ['thinkingLevel'], properties: { thinkingLevel: { enum: ['MINIMAL', 'LOW', 'MEDIUM', 'HIGH'] } } } },
+    },
   },
 };
 
@@ -343,7 +347,9 @@ export function vendorViolations(vendor: Vendor, path: string, headers: Incoming
   if (vendor === 'gemini') {
     if (!/^\/v1beta\/models\/[^/:]+:generateContent$/.test(path)) problems.push(`unknown path ${path}`);
     if (!headers['x-goog-api-key']) problems.push('x-goog-api-key is missing');
-    if (!(body?.tools ?? []).some((t: any) => t?.computerUse)) problems.push('This model requires the use of the Computer Use tool.');
+    if (path.includes('computer-use') && !(body?.tools ?? []).some((t: any) => t?.computerUse)) problems.push('This model requires the use of the Computer Use tool.');
+    // The 2.5 computer-use preview documents no thinking settings; Gemini 3 takes a level.
+    if (body?.generationConfig?.thinkingConfig && !/\/models\/gemini-3(\.\d+)?-/.test(path)) problems.push('thinkingConfig is not supported by this model');
     for (const content of Array.isArray(body?.contents) ? body.contents : []) {
       for (const part of content?.parts ?? []) {
         const response = part?.functionResponse;

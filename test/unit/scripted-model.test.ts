@@ -434,7 +434,7 @@ describe('model catalog', () => {
     expect(registry.backendFor('claude-haiku-4-5-20251001')?.id).to.equal('anthropic');
     expect(registry.backendFor(null)).to.equal(null);
     expect(registry.isAvailable('gpt-5.4-mini')).to.equal(false);
-    expect(registry.isAvailable('gemini-2.5-computer-use-preview-10-2025')).to.equal(false);
+    expect(registry.isAvailable('gemini-3.6-flash')).to.equal(false);
   });
 
   it('reads its config from the environment', () => {
