@@ -1,20 +1,29 @@
 /**
- * Anthropic backend: the Messages API with the computer-use tool (`computer_20250124`, beta
- * `computer-use-2025-01-24`), plus the agent's own tools as custom tools.
+ * Anthropic backend: the Messages API through Anthropic's SDK (`client.beta.messages.create`)
+ * with the computer-use tool, plus the agent's own tools as custom tools. The tool version and
+ * its beta header depend on the model (`anthropicProfile`): `computer_20251124` with
+ * `computer-use-2025-11-24` for Claude Opus 4.5 and later 4.x models, `computer_20250124` with
+ * `computer-use-2025-01-24` for Haiku 4.5 and older ones.
  *
  * The transcript lives in `state` without images (each request carries only the current
  * screenshot), so state stays small. Screens larger than 1280×800 are shown to the model scaled
  * down, as Anthropic recommends, and its coordinates are scaled back up.
  */
+import Anthropic from '@anthropic-ai/sdk';
+import type {
+  BetaContentBlock,
+  BetaContentBlockParam,
+  BetaImageBlockParam,
+  BetaMessage,
+  BetaMessageParam,
+  BetaTextBlockParam,
+  BetaToolResultBlockParam,
+  BetaToolUnion,
+  MessageCreateParamsNonStreaming,
+} from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import type { DesktopAction } from '../desktop/protocol';
-import {
-  agentToolCallToMove,
-  agentToolDefinitions,
-  NOT_CARRIED_OUT,
-  outcomeText,
-  actionFailures,
-} from './agent-tools';
-import { clampPoint, describeActions, desktopOs, normalizeCombo, type DesktopOs } from './desktop-helpers';
+import { agentToolCallToMove, agentToolDefinitions, NOT_CARRIED_OUT, outcomeText } from './agent-tools';
+import { callOutcome, clampPoint, describeActions, desktopOs, normalizeCombo, withHeldKeys, type DesktopOs } from './desktop-helpers';
 import {
   ModelError,
   type Effort,
@@ -28,19 +37,36 @@ import {
   type TurnOutcome,
 } from './model.types';
 import { fitWithin, resizePng } from './screenshots';
-import { joinUrl, postJson, type VendorBackendOptions } from './vendor-http';
+import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, sdkFetch, toModelError, type VendorBackendOptions } from './vendor-http';
 import { anthropicText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, scopeJudgeQuestion } from './scope-judge';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
-export const ANTHROPIC_VERSION = '2023-06-01';
-export const ANTHROPIC_COMPUTER_BETA = 'computer-use-2025-01-24';
-export const ANTHROPIC_COMPUTER_TOOL = 'computer_20250124';
+
+/** How one Claude model is called: its computer tool version, beta header and thinking style. */
+export interface AnthropicProfile {
+  tool: 'computer_20251124' | 'computer_20250124';
+  beta: 'computer-use-2025-11-24' | 'computer-use-2025-01-24';
+  /**
+   * `adaptive`: `thinking: {type: 'adaptive'}` and `output_config.effort` (Claude 4.6 and later,
+   * where `budget_tokens` is deprecated or refused); `budget`: an extended-thinking budget.
+   */
+  thinking: 'adaptive' | 'budget';
+}
+
+/** Models before Opus 4.5 keep the January 2025 tool and thinking budgets. */
+const LEGACY_MODEL = /^claude-(haiku-4-5|sonnet-4-5|sonnet-4|opus-4|opus-4-1|3-7-sonnet)(-\d{8})?$/;
+
+export function anthropicProfile(model: string): AnthropicProfile {
+  if (LEGACY_MODEL.test(model)) return { tool: 'computer_20250124', beta: 'computer-use-2025-01-24', thinking: 'budget' };
+  if (/^claude-opus-4-5(-\d{8})?$/.test(model)) return { tool: 'computer_20251124', beta: 'computer-use-2025-11-24', thinking: 'budget' };
+  return { tool: 'computer_20251124', beta: 'computer-use-2025-11-24', thinking: 'adaptive' };
+}
 
 /** Largest screen size shown to the model (WXGA); larger screens are scaled down. */
 const MODEL_MAX_WIDTH = 1280;
 const MODEL_MAX_HEIGHT = 800;
 
-/** Effort → `max_tokens` and the extended-thinking budget (none at low). */
+/** Effort → `max_tokens` and, for `budget` models, the extended-thinking budget (none at low). */
 export const ANTHROPIC_EFFORT: Readonly<Record<Effort, { maxTokens: number; thinkingBudget: number | null }>> = Object.freeze({
   low: { maxTokens: 4096, thinkingBudget: null },
   medium: { maxTokens: 8192, thinkingBudget: 4096 },
@@ -55,11 +81,7 @@ const MAX_REQUESTS_PER_TURN = 3;
 const MAX_MESSAGES = 41;
 const IMAGE_PLACEHOLDER = '[screenshot omitted]';
 
-type Block = { type: string; [key: string]: unknown };
-interface Message {
-  role: 'user' | 'assistant';
-  content: Block[];
-}
+type Message = BetaMessageParam & { content: BetaContentBlockParam[] };
 
 /** A tool use of the last answer that the next request must answer. */
 interface PendingUse {
@@ -80,12 +102,6 @@ interface AnthropicState {
   pending: PendingUse[];
   /** Where the model last put the mouse (screen pixels), for clicks without a coordinate. */
   cursor: { x: number; y: number } | null;
-}
-
-interface AnthropicResponse {
-  content: Block[];
-  stop_reason: string | null;
-  usage?: { input_tokens?: number; output_tokens?: number };
 }
 
 interface Geometry {
@@ -110,16 +126,16 @@ function readState(state: unknown): AnthropicState {
   return { v: 1, messages: s.messages, pending: s.pending, cursor: s.cursor ?? null };
 }
 
-function imageBlock(png: Buffer): Block {
+function imageBlock(png: Buffer): BetaImageBlockParam {
   return { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png.toString('base64') } };
 }
 
 /** Replaces every image in the transcript with a short placeholder. */
 function withoutImages(messages: Message[]): Message[] {
-  const strip = (block: Block): Block => {
+  const strip = <T extends BetaContentBlockParam>(block: T): T | BetaTextBlockParam => {
     if (block.type === 'image') return { type: 'text', text: IMAGE_PLACEHOLDER };
     if (block.type === 'tool_result' && Array.isArray(block.content)) {
-      return { ...block, content: (block.content as Block[]).map(strip) };
+      return { ...block, content: block.content.map((c) => (c.type === 'image' ? { type: 'text' as const, text: IMAGE_PLACEHOLDER } : c)) };
     }
     return block;
   };
@@ -134,41 +150,59 @@ function trimmed(messages: Message[]): Message[] {
   return [messages[0], ...messages.slice(1 + pairs)];
 }
 
-function text(value: string): Block {
+function text(value: string): BetaTextBlockParam {
   return { type: 'text', text: value };
 }
 
-/** The tool results answering the previous answer's tool uses. */
-function toolResults(pending: PendingUse[], outcome: TurnOutcome | null, image: Buffer | null): Block[] {
+/**
+ * The blocks answering the previous answer's tool uses: one `tool_result` per use, then the
+ * current screenshot. The screenshot goes inside the last computer use's result when that
+ * succeeded; after the results otherwise, because the API refuses anything but text in a
+ * result with `is_error: true`.
+ */
+function toolResults(pending: PendingUse[], outcome: TurnOutcome | null, image: Buffer | null): BetaContentBlockParam[] {
   const computer = pending.filter((p) => p.handled && p.count !== undefined);
   const lastComputer = computer[computer.length - 1];
-  const results = outcome && (outcome.kind === 'actions' || outcome.kind === 'refused') ? (outcome.results ?? []) : [];
-  return pending.map((p): Block => {
+  let trailing: BetaContentBlockParam[] = [];
+  const results = pending.map((p): BetaToolResultBlockParam => {
     if (p.error !== undefined) return { type: 'tool_result', tool_use_id: p.id, is_error: true, content: [text(p.error)] };
     if (!p.handled) return { type: 'tool_result', tool_use_id: p.id, is_error: true, content: [text(NOT_CARRIED_OUT)] };
     if (p.count === undefined) {
       const { text: body, isError } = outcomeText(outcome);
       return { type: 'tool_result', tool_use_id: p.id, is_error: isError, content: [text(body)] };
     }
-    const mine = results.slice(p.first ?? 0, (p.first ?? 0) + p.count);
-    const refused = outcome?.kind === 'refused' && mine.length < p.count;
-    const failures = actionFailures(mine);
-    const content: Block[] = [];
-    if (refused && outcome?.kind === 'refused') {
-      content.push(text(outcomeText(outcome).text));
-    } else if (failures) {
-      content.push(text(`Failed: ${failures}.`));
+    const call = callOutcome(outcome, p.first ?? 0, p.count);
+    const problem = call.refused ?? (call.failures ? `Failed: ${call.failures}.` : null);
+    const screen = image ? imageBlock(image) : text('No screenshot is available.');
+    if (problem !== null) {
+      if (p === lastComputer) trailing = [text('The screen now:'), screen];
+      return { type: 'tool_result', tool_use_id: p.id, is_error: true, content: [text(problem)] };
     }
-    if (p === lastComputer) content.push(image ? imageBlock(image) : text('No screenshot is available.'));
-    if (content.length === 0) content.push(text('Done.'));
-    return { type: 'tool_result', tool_use_id: p.id, is_error: refused || failures !== null, content };
+    return { type: 'tool_result', tool_use_id: p.id, is_error: false, content: p === lastComputer ? [screen] : [text('Done.')] };
   });
+  return [...results, ...trailing];
 }
 
 type Mapped = { ok: true; actions: DesktopAction[] } | { ok: false; error: string };
 
 /** One `computer` tool use → desktop actions, in screen pixels. */
 function mapComputerAction(
+  input: Record<string, unknown>,
+  geo: Geometry,
+  cursor: { x: number; y: number } | null,
+): { mapped: Mapped; cursor: { x: number; y: number } | null } {
+  const { mapped, cursor: next } = mapComputerActionPlain(input, geo, cursor);
+  // Keys held during a click or scroll come in `text` (e.g. "shift", "cmd").
+  const held = typeof input.text === 'string' && HOLDS_KEYS.has(String(input.action)) ? [input.text] : [];
+  if (!mapped.ok || held.length === 0) return { mapped, cursor: next };
+  const planned = withHeldKeys(mapped.actions, held, geo.os);
+  return { mapped: planned, cursor: planned.ok ? next : cursor };
+}
+
+/** Actions whose `text` names keys held while they run. */
+const HOLDS_KEYS: ReadonlySet<string> = new Set(['left_click', 'right_click', 'double_click', 'middle_click', 'triple_click', 'scroll', 'left_click_drag']);
+
+function mapComputerActionPlain(
   input: Record<string, unknown>,
   geo: Geometry,
   cursor: { x: number; y: number } | null,
@@ -240,19 +274,18 @@ interface Interpretation {
   cursor: { x: number; y: number } | null;
   thought: string | null;
   /** When `move` is null: the user message answering the model. */
-  feedback?: Block[];
+  feedback?: BetaContentBlockParam[];
 }
 
-function interpret(response: AnthropicResponse, input: ModelTurnInput, geo: Geometry, cursor: { x: number; y: number } | null): Interpretation {
+function interpret(response: BetaMessage, input: ModelTurnInput, geo: Geometry, cursor: { x: number; y: number } | null): Interpretation {
   const texts = response.content
-    .filter((b) => b.type === 'text' && typeof b.text === 'string')
-    .map((b) => (b.text as string).trim())
+    .filter((b): b is Extract<BetaContentBlock, { type: 'text' }> => b.type === 'text')
+    .map((b) => b.text.trim())
     .filter((t) => t !== '');
   const thought = texts.length > 0 ? texts.join('\n') : null;
-  const uses = response.content.filter(
-    (b): b is Block & { id: string; name: string; input: Record<string, unknown> } =>
-      b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string',
-  );
+  const uses = response.content
+    .filter((b): b is Extract<BetaContentBlock, { type: 'tool_use' }> => b.type === 'tool_use')
+    .map((b) => ({ id: b.id, name: b.name, input: (b.input && typeof b.input === 'object' ? b.input : {}) as Record<string, unknown> }));
 
   if (uses.length === 0) {
     if (response.stop_reason === 'refusal') {
@@ -303,39 +336,41 @@ function interpret(response: AnthropicResponse, input: ModelTurnInput, geo: Geom
   return { move, pending, cursor: position, thought };
 }
 
-function readResponse(body: unknown): AnthropicResponse {
-  const r = body as Partial<AnthropicResponse> | null;
-  if (!r || !Array.isArray(r.content)) {
+function readResponse(body: BetaMessage): BetaMessage {
+  if (!body || !Array.isArray(body.content)) {
     throw new ModelError('Anthropic API answered without a content list', {
       code: 'invalid_response',
       retryable: false,
       backend: 'anthropic',
     });
   }
-  return { content: r.content, stop_reason: r.stop_reason ?? null, usage: r.usage };
+  return body;
 }
 
-/** Anthropic Messages API backend (`x-api-key`, base URL without `/v1`). */
+/** Anthropic Messages API backend (`x-api-key`, base URL without `/v1`), on Anthropic's SDK. */
 export class AnthropicBackend implements ModelBackend {
   readonly id = 'anthropic' as const;
-  private readonly baseUrl: string;
+  private readonly client: Anthropic;
 
-  constructor(private readonly options: VendorBackendOptions) {
-    this.baseUrl = options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL;
+  constructor(options: VendorBackendOptions) {
+    this.client = new Anthropic({
+      apiKey: options.apiKey,
+      baseURL: options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL,
+      maxRetries: Math.max(0, options.retry?.retries ?? DEFAULT_RETRIES),
+      timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      fetch: sdkFetch(options),
+    });
   }
 
   /** The scope check: one plain Messages request (no tools) whose answer is a JSON verdict. */
   async judgeScope(input: ScopeJudgeInput, signal?: AbortSignal): Promise<ScopeVerdict> {
-    const response = await postJson({
-      backend: 'anthropic',
-      url: joinUrl(this.baseUrl, '/v1/messages'),
-      headers: { 'x-api-key': this.options.apiKey, 'anthropic-version': ANTHROPIC_VERSION },
-      body: { model: input.model, max_tokens: 400, system: SCOPE_JUDGE_INSTRUCTIONS, messages: [{ role: 'user', content: scopeJudgeQuestion(input) }] },
-      fetchImpl: this.options.fetchImpl,
-      retry: this.options.retry,
-      timeoutMs: this.options.timeoutMs,
-      signal,
-    });
+    const body = {
+      model: input.model,
+      max_tokens: 400,
+      system: SCOPE_JUDGE_INSTRUCTIONS,
+      messages: [{ role: 'user', content: scopeJudgeQuestion(input) }],
+    } satisfies MessageCreateParamsNonStreaming;
+    const response = await this.call(body, input.model, signal);
     return readScopeAnswer(anthropicText(response), input);
   }
 
@@ -368,12 +403,13 @@ export class AnthropicBackend implements ModelBackend {
     const usage: ModelUsage = { input_tokens: 0, output_tokens: 0 };
     const thoughts: string[] = [];
     for (let request = 1; request <= MAX_REQUESTS_PER_TURN; request++) {
-      const response = readResponse(await this.post(input, geo, messages, signal));
+      const response = readResponse(await this.call(anthropicRequestBody(input, geo, messages), input.model, signal));
       usage.input_tokens += response.usage?.input_tokens ?? 0;
       usage.output_tokens += response.usage?.output_tokens ?? 0;
       // The API refuses an empty assistant message; an empty answer is simply asked for again.
       if (response.content.length === 0 && request < MAX_REQUESTS_PER_TURN) continue;
-      messages.push({ role: 'assistant', content: response.content });
+      // The API takes its own blocks back (thinking blocks keep their signatures).
+      messages.push({ role: 'assistant', content: response.content as unknown as BetaContentBlockParam[] });
       const result = interpret(response, input, geo, cursor);
       cursor = result.cursor;
       if (result.thought) thoughts.push(result.thought);
@@ -392,42 +428,36 @@ export class AnthropicBackend implements ModelBackend {
     };
   }
 
-  private post(input: ModelTurnInput, geo: Geometry, messages: Message[], signal?: AbortSignal): Promise<unknown> {
-    return postJson({
-      backend: 'anthropic',
-      url: joinUrl(this.baseUrl, '/v1/messages'),
-      headers: {
-        'x-api-key': this.options.apiKey,
-        'anthropic-version': ANTHROPIC_VERSION,
-        'anthropic-beta': ANTHROPIC_COMPUTER_BETA,
-      },
-      body: anthropicRequestBody(input, geo, messages),
-      fetchImpl: this.options.fetchImpl,
-      retry: this.options.retry,
-      timeoutMs: this.options.timeoutMs,
-      signal,
-    });
+  private async call(body: MessageCreateParamsNonStreaming, model: string, signal?: AbortSignal): Promise<BetaMessage> {
+    try {
+      return await this.client.beta.messages.create(body, { signal });
+    } catch (error) {
+      throw toModelError('anthropic', error, signal, model);
+    }
   }
 }
 
-function anthropicRequestBody(input: ModelTurnInput, geo: Geometry, messages: Message[]): Record<string, unknown> {
+/** The request for one turn, typed by Anthropic's SDK. */
+export function anthropicRequestBody(input: ModelTurnInput, geo: { modelWidth: number; modelHeight: number }, messages: BetaMessageParam[]): MessageCreateParamsNonStreaming {
   const effort = ANTHROPIC_EFFORT[input.effort] ?? ANTHROPIC_EFFORT.low;
-  const tools: Array<Record<string, unknown>> = [
-    {
-      type: ANTHROPIC_COMPUTER_TOOL,
-      name: 'computer',
-      display_width_px: geo.modelWidth,
-      display_height_px: geo.modelHeight,
-    },
-    ...agentToolDefinitions(input.tools).map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })),
+  const profile = anthropicProfile(input.model);
+  const tools: BetaToolUnion[] = [
+    { type: profile.tool, name: 'computer', display_width_px: geo.modelWidth, display_height_px: geo.modelHeight },
+    ...agentToolDefinitions(input.tools).map((t): BetaToolUnion => ({ name: t.name, description: t.description, input_schema: { ...t.parameters } })),
   ];
-  const body: Record<string, unknown> = {
+  const body: MessageCreateParamsNonStreaming = {
     model: input.model,
     max_tokens: effort.maxTokens,
     tools,
     messages,
+    betas: [profile.beta],
   };
   if (input.system.trim() !== '') body.system = input.system;
-  if (effort.thinkingBudget !== null) body.thinking = { type: 'enabled', budget_tokens: effort.thinkingBudget };
+  if (profile.thinking === 'adaptive') {
+    body.thinking = { type: 'adaptive' };
+    body.output_config = { effort: input.effort };
+  } else if (effort.thinkingBudget !== null) {
+    body.thinking = { type: 'enabled', budget_tokens: effort.thinkingBudget };
+  }
   return body;
 }

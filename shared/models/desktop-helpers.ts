@@ -4,6 +4,8 @@
  */
 import type { DesktopAction, Observation, Rect } from '../desktop/protocol';
 import { keyName, MODIFIER_NAMES } from '../desktop/keys';
+import { actionFailures, outcomeText } from './agent-tools';
+import type { TurnOutcome } from './model.types';
 
 export type DesktopOs = 'mac' | 'windows';
 
@@ -195,4 +197,60 @@ export function describeActions(actions: DesktopAction[]): string {
     }
   });
   return parts.join(', ') || 'Nothing';
+}
+
+/** How the actions a vendor's call became went, read from the previous turn's outcome. */
+export interface CallOutcome {
+  /** The guardrails (or a person) refused some of them: why, as the model should read it. */
+  refused: string | null;
+  /** Which of them failed on the computer, or null. */
+  failures: string | null;
+  /** Every one of them was carried out (ok or failed); false when any was refused. */
+  ran: boolean;
+}
+
+/**
+ * The outcome of the actions `first … first + count - 1` of the previous move. Shared by the
+ * three backends, which answer each vendor call with it.
+ */
+export function callOutcome(outcome: TurnOutcome | null, first: number, count: number): CallOutcome {
+  const results = outcome && (outcome.kind === 'actions' || outcome.kind === 'refused') ? (outcome.results ?? []) : [];
+  const mine = results.slice(first, first + count);
+  if (outcome?.kind === 'refused' && mine.length < count) return { refused: outcomeText(outcome).text, failures: null, ran: false };
+  return { refused: null, failures: actionFailures(mine)?.replace(/\.+$/, '') ?? null, ran: true };
+}
+
+/**
+ * Whether a vendor's safety check on a call may be acknowledged: only when a person approved it
+ * (`safetyApproved`) and the call's actions then ran. Never when the guardrails refused them, nor
+ * when nobody was asked.
+ */
+export function mayAcknowledgeSafety(safetyApproved: boolean | undefined, call: CallOutcome): boolean {
+  return safetyApproved === true && call.ran && call.refused === null;
+}
+
+/** Told to a model that asks to hold keys the desktop protocol cannot hold. */
+export const HELD_KEYS_UNAVAILABLE =
+  'Holding keys during a click, drag or scroll is not available on this computer; do it without them, or use a keyboard shortcut instead.';
+
+/**
+ * Applies keys a model holds during a mouse action (Anthropic's `text` on a click or scroll,
+ * OpenAI's `keys`). The desktop protocol presses keys but cannot hold them, so only what has an
+ * equivalent is carried out: Shift held on a vertical scroll scrolls sideways, as on both
+ * systems. Anything else is refused with `HELD_KEYS_UNAVAILABLE` rather than silently dropped,
+ * which would turn a Cmd+click into a plain click.
+ */
+export function withHeldKeys(actions: DesktopAction[], held: string[], os: DesktopOs): PlannedActions {
+  const keys = held
+    .flatMap((k) => k.split('+'))
+    .map((k) => normalizeCombo(k, os))
+    .filter((k): k is string => k !== null);
+  if (keys.length === 0) return { ok: true, actions };
+  if (keys.every((k) => k === 'shift') && actions.every((a) => a.type === 'scroll')) {
+    return {
+      ok: true,
+      actions: actions.map((a) => (a.type === 'scroll' && a.dx === 0 ? { ...a, dx: a.dy, dy: 0 } : a)),
+    };
+  }
+  return { ok: false, error: `${HELD_KEYS_UNAVAILABLE} (asked to hold ${keys.join('+')})` };
 }

@@ -1,6 +1,7 @@
 /**
- * Gemini backend: `generateContent` with the `computer_use` tool (browser environment) and the
- * agent's own tools as function declarations. The model points with coordinates normalized to
+ * Gemini backend: `generateContent` through Google's SDK (`@google/genai`) with the `computerUse`
+ * tool (browser environment; a preview feature of the Gemini 3 Flash models) and the agent's own
+ * tools as function declarations. The model points with coordinates normalized to
  * 0..999 whatever the screen, scaled here to the display.
  *
  * Gemini keeps no conversation, so the contents live in `state` without images (each request
@@ -8,7 +9,6 @@
  */
 import type { DesktopAction } from '../desktop/protocol';
 import {
-  actionFailures,
   agentToolCallToMove,
   agentToolDefinitions,
   NOT_CARRIED_OUT,
@@ -17,10 +17,12 @@ import {
   type ToolSchema,
 } from './agent-tools';
 import {
+  callOutcome,
   clampPoint,
   currentUrl,
   describeActions,
   desktopOs,
+  mayAcknowledgeSafety,
   navigateActions,
   normalizeCombo,
   openAppActions,
@@ -41,19 +43,45 @@ import {
   type TurnOutcome,
 } from './model.types';
 import type { Observation } from '../desktop/protocol';
-import { joinUrl, postJson, type VendorBackendOptions } from './vendor-http';
-import { geminiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, scopeJudgeQuestion } from './scope-judge';
+import { DEFAULT_TIMEOUT_MS, withRetries, type VendorBackendOptions } from './vendor-http';
+import { geminiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, SCOPE_JUDGE_RETRY, scopeJudgeQuestion } from './scope-judge';
+import {
+  Environment,
+  FunctionCallingConfigMode,
+  GoogleGenAI,
+  ThinkingLevel,
+  type Content as GeminiContent,
+  type GenerateContentConfig,
+  type GenerateContentParameters,
+  type GenerateContentResponse,
+  type Part as GeminiPart,
+  type Tool as GeminiTool,
+} from '@google/genai';
 
 /** The API host; the backend adds `/v1beta/models/{model}:generateContent`. */
 export const GEMINI_DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
 export const GEMINI_API_VERSION = 'v1beta';
 
-/** Effort → thinking budget in tokens. */
-export const GEMINI_THINKING_BUDGET: Readonly<Record<Effort, number>> = Object.freeze({
-  low: 1024,
-  medium: 8192,
-  high: 24576,
+/**
+ * Effort → `thinkingLevel` on Gemini 3 models, which take it (`thinkingBudget` is the older
+ * setting and is not sent). The Gemini 2.5 computer-use preview documents no thinking settings:
+ * nothing is sent to it, and its three efforts run alike.
+ */
+export const GEMINI_THINKING_LEVEL: Readonly<Record<Effort, ThinkingLevel>> = Object.freeze({
+  low: ThinkingLevel.LOW,
+  medium: ThinkingLevel.MEDIUM,
+  high: ThinkingLevel.HIGH,
 });
+
+/** Whether a model serves computer use only, and refuses requests without the `computerUse` tool. */
+export function requiresComputerTool(model: string): boolean {
+  return model.includes('computer-use');
+}
+
+/** Whether a model takes `thinkingLevel` (the Gemini 3 family). */
+export function takesThinkingLevel(model: string): boolean {
+  return /^gemini-3(\.\d+)?-/.test(model);
+}
 
 /** The computer-use functions Gemini predefines; anything else is one of the agent's tools. */
 export const GEMINI_COMPUTER_FUNCTIONS: readonly string[] = Object.freeze([
@@ -79,8 +107,8 @@ const SEARCH_ADDRESS = 'https://www.google.com';
 const MAX_REQUESTS_PER_TURN = 3;
 const MAX_CONTENTS = 41;
 
-type Part = { [key: string]: unknown };
-interface Content {
+type Part = GeminiPart;
+interface Content extends GeminiContent {
   role: 'user' | 'model';
   parts: Part[];
 }
@@ -104,11 +132,7 @@ interface GeminiState {
   pending: PendingCall[];
 }
 
-interface GeminiResponse {
-  candidates?: Array<{ content?: { role?: string; parts?: Part[] }; finishReason?: string }>;
-  promptFeedback?: { blockReason?: string };
-  usageMetadata?: { promptTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number };
-}
+type GeminiResponse = GenerateContentResponse;
 
 function readState(state: unknown): GeminiState {
   const s = state as Partial<GeminiState> | null;
@@ -133,9 +157,8 @@ function withoutImages(contents: Content[]): Content[] {
     const parts = c.parts
       .map((p): Part | null => {
         if (p.inlineData) return null;
-        const fr = p.functionResponse as { parts?: unknown } | undefined;
-        if (fr && fr.parts) {
-          const { parts: _dropped, ...rest } = fr as Record<string, unknown>;
+        if (p.functionResponse?.parts) {
+          const { parts: _dropped, ...rest } = p.functionResponse;
           return { ...p, functionResponse: rest };
         }
         return p;
@@ -151,13 +174,22 @@ function trimmed(contents: Content[]): Content[] {
   return [contents[0], ...contents.slice(1 + pairs)];
 }
 
-/** The function responses answering the previous answer's calls, in the same order. */
-function functionResponses(pending: PendingCall[], outcome: TurnOutcome | null, observation: Observation | null, image: Buffer | null): Part[] {
+/**
+ * The function responses answering the previous answer's calls, in the same order. A call the
+ * model asked to confirm carries `safety_acknowledgement` only when a person approved it and it
+ * ran (`mayAcknowledgeSafety`).
+ */
+function functionResponses(
+  pending: PendingCall[],
+  outcome: TurnOutcome | null,
+  observation: Observation | null,
+  image: Buffer | null,
+  safetyApproved: boolean | undefined,
+): Part[] {
   const computer = pending.filter((p) => p.computer);
   const lastComputer = computer[computer.length - 1];
-  const results = outcome && (outcome.kind === 'actions' || outcome.kind === 'refused') ? (outcome.results ?? []) : [];
   return pending.map((p): Part => {
-    const base: Record<string, unknown> = { name: p.name };
+    const base: { name: string; id?: string } = { name: p.name };
     if (p.id) base.id = p.id;
     if (!p.computer) {
       let response: Record<string, unknown>;
@@ -173,16 +205,13 @@ function functionResponses(pending: PendingCall[], outcome: TurnOutcome | null, 
     if (p.error !== undefined) response.error = p.error;
     else if (!p.handled) response.error = NOT_CARRIED_OUT;
     else {
-      const mine = results.slice(p.first ?? 0, (p.first ?? 0) + (p.count ?? 0));
-      if (outcome?.kind === 'refused' && mine.length < (p.count ?? 0)) response.error = outcomeText(outcome).text;
-      else {
-        const failures = actionFailures(mine);
-        if (failures) response.error = `Failed: ${failures}.`;
-      }
-      if (p.acknowledge) response.safety_acknowledgement = 'true';
+      const call = callOutcome(outcome, p.first ?? 0, p.count ?? 0);
+      if (call.refused !== null) response.error = call.refused;
+      else if (call.failures) response.error = `Failed: ${call.failures}.`;
+      if (p.acknowledge && mayAcknowledgeSafety(safetyApproved, call)) response.safety_acknowledgement = 'true';
     }
-    const functionResponse: Record<string, unknown> = { ...base, response };
-    if (p === lastComputer && image) functionResponse.parts = [inlinePng(image)];
+    const functionResponse: NonNullable<Part['functionResponse']> = { ...base, response };
+    if (p === lastComputer && image) functionResponse.parts = [{ inlineData: { mimeType: 'image/png', data: image.toString('base64') } }];
     return { functionResponse };
   });
 }
@@ -370,8 +399,7 @@ function interpret(response: GeminiResponse, input: ModelTurnInput, os: DesktopO
   return { move, pending: ends ? [] : plans.map((p) => ({ ...base(p), handled: p === leader })), thought, safety: null };
 }
 
-function readResponse(body: unknown): GeminiResponse {
-  const r = body as GeminiResponse | null;
+function readResponse(r: GeminiResponse): GeminiResponse {
   if (!r || typeof r !== 'object') {
     throw new ModelError('Gemini API answered with something that is not a response', {
       code: 'invalid_response',
@@ -382,32 +410,46 @@ function readResponse(body: unknown): GeminiResponse {
   return r;
 }
 
-/** Gemini API backend (`x-goog-api-key`, base URL without the API version). */
+/**
+ * Gemini API backend (`x-goog-api-key`, base URL without the API version), on Google's SDK. The
+ * SDK's own retries honour neither `Retry-After` nor the `RetryInfo` delay of Google's error
+ * body, so they are off and `withRetries` retries instead.
+ */
 export class GeminiBackend implements ModelBackend {
   readonly id = 'gemini' as const;
-  private readonly baseUrl: string;
+  private readonly client: GoogleGenAI;
 
   constructor(private readonly options: VendorBackendOptions) {
-    this.baseUrl = options.baseUrl || GEMINI_DEFAULT_BASE_URL;
+    this.client = new GoogleGenAI({
+      apiKey: options.apiKey,
+      httpOptions: {
+        baseUrl: options.baseUrl || GEMINI_DEFAULT_BASE_URL,
+        apiVersion: GEMINI_API_VERSION,
+        timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        ...(options.fetchImpl ? { fetch: options.fetchImpl as typeof fetch } : {}),
+      },
+    });
   }
 
-  /** The scope check: one generateContent request with the question as text (the computer-use tool declared, as this model requires). */
+  /**
+   * The scope check: one generateContent request with the question as text and no tools, so the
+   * answer cannot be an action. A dedicated computer-use model (the 2.5 preview) refuses requests
+   * without its `computerUse` tool: for it the tool is declared with function calling off
+   * (`mode: NONE`). An answer without text is asked again once.
+   */
   async judgeScope(input: ScopeJudgeInput, signal?: AbortSignal): Promise<ScopeVerdict> {
-    const response = await postJson({
-      backend: 'gemini',
-      url: joinUrl(this.baseUrl, `/${GEMINI_API_VERSION}/models/${encodeURIComponent(input.model)}:generateContent`),
-      headers: { 'x-goog-api-key': this.options.apiKey },
-      body: {
-        contents: [{ role: 'user', parts: [{ text: scopeJudgeQuestion(input) }] }],
-        systemInstruction: { parts: [{ text: SCOPE_JUDGE_INSTRUCTIONS }] },
-        tools: [{ computerUse: { environment: 'ENVIRONMENT_BROWSER' } }],
-      },
-      fetchImpl: this.options.fetchImpl,
-      retry: this.options.retry,
-      timeoutMs: this.options.timeoutMs,
-      signal,
-    });
-    return readScopeAnswer(geminiText(response), input);
+    let text: string | null = null;
+    for (const question of [scopeJudgeQuestion(input), `${scopeJudgeQuestion(input)}\n\n${SCOPE_JUDGE_RETRY}`]) {
+      const config: GenerateContentConfig = { systemInstruction: SCOPE_JUDGE_INSTRUCTIONS };
+      if (requiresComputerTool(input.model)) {
+        config.tools = [{ computerUse: { environment: Environment.ENVIRONMENT_BROWSER } }];
+        config.toolConfig = { functionCallingConfig: { mode: FunctionCallingConfigMode.NONE } };
+      }
+      const request = { model: input.model, contents: [{ role: 'user', parts: [{ text: question }] }], config } satisfies GenerateContentParameters;
+      text = geminiText(await this.call(request, signal));
+      if (text !== null) break;
+    }
+    return readScopeAnswer(text, input);
   }
 
   async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnOutput> {
@@ -420,7 +462,7 @@ export class GeminiBackend implements ModelBackend {
       const state = readState(input.state);
       const answer: Part[] =
         state.pending.length > 0
-          ? functionResponses(state.pending, input.lastOutcome, input.observation, image)
+          ? functionResponses(state.pending, input.lastOutcome, input.observation, image, input.safetyApproved)
           : [{ text: outcomeText(input.lastOutcome).text }, ...(image ? [inlinePng(image)] : [])];
       contents = trimmed([...state.contents, { role: 'user', parts: answer }]);
     }
@@ -428,7 +470,7 @@ export class GeminiBackend implements ModelBackend {
     const usage: ModelUsage = { input_tokens: 0, output_tokens: 0 };
     const thoughts: string[] = [];
     for (let request = 1; request <= MAX_REQUESTS_PER_TURN; request++) {
-      const response = readResponse(await this.post(input, contents, signal));
+      const response = readResponse(await this.call(geminiRequest(input, contents), signal));
       usage.input_tokens += response.usageMetadata?.promptTokenCount ?? 0;
       usage.output_tokens += (response.usageMetadata?.candidatesTokenCount ?? 0) + (response.usageMetadata?.thoughtsTokenCount ?? 0);
       if (!response.candidates?.length && response.promptFeedback?.blockReason) {
@@ -449,7 +491,7 @@ export class GeminiBackend implements ModelBackend {
         return { state, thought: thoughts.join('\n') || null, move: result.move, safety: result.safety, usage };
       }
       if (result.pending.length > 0) {
-        contents.push({ role: 'user', parts: functionResponses(result.pending, null, input.observation, null) });
+        contents.push({ role: 'user', parts: functionResponses(result.pending, null, input.observation, null, false) });
       } else if (modelParts.length > 0) {
         contents.push({ role: 'user', parts: [{ text: 'Go on.' }] });
       }
@@ -464,29 +506,22 @@ export class GeminiBackend implements ModelBackend {
     };
   }
 
-  private post(input: ModelTurnInput, contents: Content[], signal?: AbortSignal): Promise<unknown> {
-    const declarations = agentToolDefinitions(input.tools, { argumentsAsJson: true }).map((t) => ({
-      name: t.name,
-      description: t.description,
-      parameters: geminiSchema(t.parameters),
-    }));
-    const body: Record<string, unknown> = {
-      contents,
-      tools: [{ computerUse: { environment: 'ENVIRONMENT_BROWSER' } }, { functionDeclarations: declarations }],
-      generationConfig: {
-        thinkingConfig: { thinkingBudget: GEMINI_THINKING_BUDGET[input.effort] ?? GEMINI_THINKING_BUDGET.low, includeThoughts: true },
-      },
-    };
-    if (input.system.trim() !== '') body.systemInstruction = { parts: [{ text: input.system }] };
-    return postJson({
-      backend: 'gemini',
-      url: joinUrl(this.baseUrl, `/${GEMINI_API_VERSION}/models/${encodeURIComponent(input.model)}:generateContent`),
-      headers: { 'x-goog-api-key': this.options.apiKey },
-      body,
-      fetchImpl: this.options.fetchImpl,
-      retry: this.options.retry,
-      timeoutMs: this.options.timeoutMs,
-      signal,
-    });
+  private call(request: GenerateContentParameters, signal?: AbortSignal): Promise<GenerateContentResponse> {
+    const withSignal: GenerateContentParameters = { ...request, config: { ...request.config, ...(signal ? { abortSignal: signal } : {}) } };
+    return withRetries('gemini', this.options.retry, signal, request.model, () => this.client.models.generateContent(withSignal));
   }
+}
+
+/** The request for one turn, typed by Google's SDK (which writes the REST body from it). */
+export function geminiRequest(input: ModelTurnInput, contents: Content[]): GenerateContentParameters {
+  const declarations = agentToolDefinitions(input.tools, { argumentsAsJson: true }).map((t) => ({
+    name: t.name,
+    description: t.description,
+    parameters: geminiSchema(t.parameters),
+  }));
+  const tools: GeminiTool[] = [{ computerUse: { environment: Environment.ENVIRONMENT_BROWSER } }, { functionDeclarations: declarations }];
+  const config: GenerateContentConfig = { tools };
+  if (input.system.trim() !== '') config.systemInstruction = input.system;
+  if (takesThinkingLevel(input.model)) config.thinkingConfig = { thinkingLevel: GEMINI_THINKING_LEVEL[input.effort] ?? ThinkingLevel.LOW };
+  return { model: input.model, contents, config };
 }

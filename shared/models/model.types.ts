@@ -33,7 +33,7 @@ export interface ModelDisplay {
   height: number;
   /**
    * The system as the desktop app reports it (`DeviceInfo.os`): `mac` or `windows`. Backends need
-   * it to name apps and keys (Cmd on a Mac, Ctrl on Windows) and OpenAI's tool declares it.
+   * it to name apps and keys (Cmd on a Mac, Ctrl on Windows).
    * Anything other than `windows` is treated like a Mac.
    */
   os: string;
@@ -84,6 +84,12 @@ export interface ModelTurnInput {
   /** PNG of the screen as it is now (after the previous turn's actions); null when none. */
   screenshot: Buffer | null;
   lastOutcome: TurnOutcome | null;
+  /**
+   * A person approved the safety check the previous turn raised (`safety`), so its move ran.
+   * Only then does a backend acknowledge the vendor's safety checks; never when the check was
+   * not put to a person, nor for the actions the guardrails refused. Absent: false.
+   */
+  safetyApproved?: boolean;
   tools: ModelTools;
   display: ModelDisplay;
 }
@@ -157,6 +163,8 @@ export interface ScopeVerdict {
 export type ModelErrorCode =
   /** 429 from the vendor. */
   | 'rate_limited'
+  /** 429 because the account has no quota or credit left (OpenAI `insufficient_quota`): no retry helps. */
+  | 'quota_exhausted'
   /** 5xx from the vendor (including Anthropic's 529 overloaded). */
   | 'server_error'
   /** No HTTP answer at all (connection refused, reset, DNS). */

@@ -1,11 +1,24 @@
 /**
- * OpenAI backend: the Responses API with the `computer_use_preview` tool, plus the agent's own
- * tools as function tools. OpenAI keeps the conversation (`previous_response_id`), so `state`
- * only holds that id and the calls the next request must answer.
+ * OpenAI backend: the Responses API through OpenAI's SDK with the GA `computer` tool (current
+ * GPT models; the `computer_use_preview` tool and its models are retired), plus the agent's own
+ * tools as function tools. A computer call batches several actions (`actions[]`) and is answered
+ * with a `computer_call_output` holding a `computer_screenshot`. OpenAI keeps the conversation
+ * (`previous_response_id`), so `state` only holds that id and the calls the next request must
+ * answer.
  */
+import OpenAI from 'openai';
+import type {
+  ComputerAction,
+  Response as OpenAIResponse,
+  ResponseComputerToolCall,
+  ResponseCreateParamsNonStreaming,
+  ResponseInputItem,
+  ResponseOutputItem,
+  Tool,
+} from 'openai/resources/responses/responses';
 import type { DesktopAction } from '../desktop/protocol';
-import { actionFailures, agentToolCallToMove, agentToolDefinitions, NOT_CARRIED_OUT, outcomeText } from './agent-tools';
-import { clampPoint, describeActions, desktopOs, normalizeCombo, type DesktopOs } from './desktop-helpers';
+import { agentToolCallToMove, agentToolDefinitions, NOT_CARRIED_OUT, outcomeText } from './agent-tools';
+import { callOutcome, clampPoint, describeActions, desktopOs, mayAcknowledgeSafety, normalizeCombo, withHeldKeys, type DesktopOs } from './desktop-helpers';
 import {
   ModelError,
   type ModelBackend,
@@ -18,8 +31,8 @@ import {
   type TurnOutcome,
 } from './model.types';
 import { blankPng, resizePng } from './screenshots';
-import { joinUrl, postJson, type VendorBackendOptions } from './vendor-http';
-import { openaiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, scopeJudgeQuestion } from './scope-judge';
+import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, sdkFetch, toModelError, type VendorBackendOptions } from './vendor-http';
+import { openaiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, SCOPE_JUDGE_RETRY, scopeJudgeQuestion } from './scope-judge';
 
 /** The API base including `/v1`, as OpenAI's own clients take `OPENAI_BASE_URL`. */
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -27,11 +40,7 @@ export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 const WAIT_MS = 2000;
 const MAX_REQUESTS_PER_TURN = 3;
 
-interface SafetyCheck {
-  id: string;
-  code?: string;
-  message?: string;
-}
+type SafetyCheck = ResponseComputerToolCall.PendingSafetyCheck;
 
 interface PendingCall {
   call_id: string;
@@ -50,15 +59,6 @@ interface OpenAIState {
   pending: PendingCall[];
 }
 
-type Item = { type: string; [key: string]: unknown };
-
-interface OpenAIResponse {
-  id: string;
-  status?: string;
-  output: Item[];
-  usage?: { input_tokens?: number; output_tokens?: number };
-}
-
 function readState(state: unknown): OpenAIState {
   const s = state as Partial<OpenAIState> | null;
   if (!s || s.v !== 1 || typeof s.response_id !== 'string' || !Array.isArray(s.pending)) {
@@ -71,32 +71,34 @@ function readState(state: unknown): OpenAIState {
   return { v: 1, response_id: s.response_id, pending: s.pending };
 }
 
+type Item = ResponseInputItem;
+
 function dataUrl(png: Buffer): string {
   return `data:image/png;base64,${png.toString('base64')}`;
 }
 
-/** Input items answering the previous response's calls; notes on failures follow as a user message. */
-function answers(pending: PendingCall[], outcome: TurnOutcome | null, screenshotUrl: string): Item[] {
+/**
+ * Input items answering the previous response's calls; notes on failures follow as a user
+ * message. A computer call's safety checks are acknowledged only when a person approved them
+ * and its actions ran (`mayAcknowledgeSafety`).
+ */
+function answers(pending: PendingCall[], outcome: TurnOutcome | null, screenshotUrl: string, safetyApproved: boolean | undefined): Item[] {
   const items: Item[] = [];
   const notes: string[] = [];
-  const results = outcome && (outcome.kind === 'actions' || outcome.kind === 'refused') ? (outcome.results ?? []) : [];
   for (const call of pending) {
     if (call.type === 'computer') {
-      const item: Item = {
+      const item: ResponseInputItem.ComputerCallOutput = {
         type: 'computer_call_output',
         call_id: call.call_id,
-        output: { type: 'input_image', image_url: screenshotUrl },
+        output: { type: 'computer_screenshot', image_url: screenshotUrl },
       };
       if (call.error !== undefined) notes.push(call.error);
       else if (!call.handled) notes.push(NOT_CARRIED_OUT);
       else {
-        if (call.checks && call.checks.length > 0) item.acknowledged_safety_checks = call.checks;
-        const mine = results.slice(call.first ?? 0, (call.first ?? 0) + (call.count ?? 0));
-        if (outcome?.kind === 'refused' && mine.length < (call.count ?? 0)) notes.push(outcomeText(outcome).text);
-        else {
-          const failures = actionFailures(mine);
-          if (failures) notes.push(`The last action did not work: ${failures}.`);
-        }
+        const ran = callOutcome(outcome, call.first ?? 0, call.count ?? 0);
+        if (call.checks && call.checks.length > 0 && mayAcknowledgeSafety(safetyApproved, ran)) item.acknowledged_safety_checks = call.checks;
+        if (ran.refused !== null) notes.push(ran.refused);
+        else if (ran.failures) notes.push(`The last action did not work: ${ran.failures}.`);
       }
       items.push(item);
       continue;
@@ -113,8 +115,16 @@ function answers(pending: PendingCall[], outcome: TurnOutcome | null, screenshot
 
 type Mapped = { ok: true; actions: DesktopAction[] } | { ok: false; error: string };
 
-/** One `computer_call` action → desktop actions. */
-function mapAction(action: Record<string, unknown>, os: DesktopOs, width: number, height: number): Mapped {
+/** One action of a `computer_call` → desktop actions, keys held during it applied. */
+function mapAction(action: ComputerAction | Record<string, unknown>, os: DesktopOs, width: number, height: number): Mapped {
+  const mapped = mapPlainAction(action as Record<string, unknown>, os, width, height);
+  const held = (action as { keys?: unknown }).keys;
+  const type = (action as { type?: unknown }).type;
+  if (!mapped.ok || type === 'keypress' || !Array.isArray(held) || held.length === 0) return mapped;
+  return withHeldKeys(mapped.actions, held.filter((k): k is string => typeof k === 'string'), os);
+}
+
+function mapPlainAction(action: Record<string, unknown>, os: DesktopOs, width: number, height: number): Mapped {
   const num = (key: string) => (typeof action[key] === 'number' ? (action[key] as number) : null);
   const point = () => {
     const x = num('x');
@@ -174,8 +184,7 @@ function mapAction(action: Record<string, unknown>, os: DesktopOs, width: number
   }
 }
 
-function readResponse(body: unknown): OpenAIResponse {
-  const r = body as (Partial<OpenAIResponse> & { error?: { message?: string; code?: string } | null }) | null;
+function readResponse(r: OpenAIResponse): OpenAIResponse {
   if (r && r.status === 'failed' && r.error) {
     throw new ModelError(`OpenAI API could not answer: ${r.error.message ?? r.error.code ?? 'failed'}`, {
       code: 'server_error',
@@ -190,7 +199,7 @@ function readResponse(body: unknown): OpenAIResponse {
       backend: 'openai',
     });
   }
-  return { id: r.id, status: r.status, output: r.output, usage: r.usage };
+  return r;
 }
 
 interface Interpretation {
@@ -205,18 +214,19 @@ function interpret(response: OpenAIResponse, input: ModelTurnInput, os: DesktopO
   const reasoning: string[] = [];
   for (const item of response.output) {
     if (item.type === 'message' && Array.isArray(item.content)) {
-      for (const part of item.content as Item[]) {
+      for (const part of item.content) {
         if (part.type === 'output_text' && typeof part.text === 'string' && part.text.trim() !== '') said.push(part.text.trim());
       }
     } else if (item.type === 'reasoning' && Array.isArray(item.summary)) {
-      for (const part of item.summary as Item[]) {
+      for (const part of item.summary) {
         if (typeof part.text === 'string' && part.text.trim() !== '') reasoning.push(part.text.trim());
       }
     }
   }
   const thought = said.length > 0 ? said.join('\n') : reasoning.length > 0 ? reasoning.join('\n') : null;
   const calls = response.output.filter(
-    (i) => (i.type === 'computer_call' || i.type === 'function_call') && typeof i.call_id === 'string',
+    (i): i is Extract<ResponseOutputItem, { type: 'computer_call' | 'function_call' }> =>
+      (i.type === 'computer_call' || i.type === 'function_call') && typeof i.call_id === 'string',
   );
 
   if (calls.length === 0) {
@@ -224,11 +234,19 @@ function interpret(response: OpenAIResponse, input: ModelTurnInput, os: DesktopO
     return { move: { kind: 'done', summary: said.join('\n') || thought || 'Done.' }, pending: [], thought, safety: null };
   }
 
-  type Plan = { item: Item; computer?: DesktopAction[]; move?: ModelMove; error?: string };
+  type Plan = { item: (typeof calls)[number]; computer?: DesktopAction[]; move?: ModelMove; error?: string };
   const plans: Plan[] = calls.map((item): Plan => {
     if (item.type === 'computer_call') {
-      const mapped = mapAction((item.action ?? {}) as Record<string, unknown>, os, input.display.width, input.display.height);
-      return mapped.ok ? { item, computer: mapped.actions } : { item, error: mapped.error };
+      // The GA tool batches actions in `actions[]`; a single `action` is read the same way.
+      const batch: Array<ComputerAction | Record<string, unknown>> = item.actions ?? (item.action ? [item.action] : []);
+      if (batch.length === 0) return { item, error: 'The computer call holds no action.' };
+      const actions: DesktopAction[] = [];
+      for (const action of batch) {
+        const mapped = mapAction(action, os, input.display.width, input.display.height);
+        if (!mapped.ok) return { item, error: mapped.error };
+        actions.push(...mapped.actions);
+      }
+      return { item, computer: actions };
     }
     let args: unknown = {};
     try {
@@ -242,7 +260,7 @@ function interpret(response: OpenAIResponse, input: ModelTurnInput, os: DesktopO
   });
 
   const base = (p: Plan): PendingCall => ({
-    call_id: p.item.call_id as string,
+    call_id: p.item.call_id,
     type: p.item.type === 'computer_call' ? 'computer' : 'function',
     handled: false,
     ...(p.error !== undefined ? { error: p.error } : {}),
@@ -255,7 +273,7 @@ function interpret(response: OpenAIResponse, input: ModelTurnInput, os: DesktopO
     const safety: string[] = [];
     const pending = plans.map((p): PendingCall => {
       if (!p.computer) return base(p);
-      const checks = Array.isArray(p.item.pending_safety_checks) ? (p.item.pending_safety_checks as SafetyCheck[]) : [];
+      const checks = p.item.type === 'computer_call' && Array.isArray(p.item.pending_safety_checks) ? p.item.pending_safety_checks : [];
       for (const check of checks) safety.push(check.message ?? check.code ?? 'safety check');
       const entry: PendingCall = { ...base(p), handled: true, first: actions.length, count: p.computer.length };
       if (checks.length > 0) entry.checks = checks;
@@ -275,38 +293,37 @@ function interpret(response: OpenAIResponse, input: ModelTurnInput, os: DesktopO
   return { move, pending: ends ? [] : plans.map((p) => ({ ...base(p), handled: p === leader })), thought, safety: null };
 }
 
-/** OpenAI Responses API backend (`Authorization: Bearer`, base URL including `/v1`). */
+/** OpenAI Responses API backend (`Authorization: Bearer`, base URL including `/v1`), on OpenAI's SDK. */
 export class OpenAIBackend implements ModelBackend {
   readonly id = 'openai' as const;
-  private readonly baseUrl: string;
+  private readonly client: OpenAI;
 
-  constructor(private readonly options: VendorBackendOptions) {
-    this.baseUrl = options.baseUrl || OPENAI_DEFAULT_BASE_URL;
+  constructor(options: VendorBackendOptions) {
+    this.client = new OpenAI({
+      apiKey: options.apiKey,
+      baseURL: options.baseUrl || OPENAI_DEFAULT_BASE_URL,
+      maxRetries: Math.max(0, options.retry?.retries ?? DEFAULT_RETRIES),
+      timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      fetch: sdkFetch(options),
+    });
   }
 
   /**
-   * The scope check: one Responses request with the question as text. The computer-use model
-   * takes requests only with its computer tool declared; the judge is told to answer in text,
-   * and an answer that is a computer call cannot be read, so it counts as undecided.
+   * The scope check: one Responses request with the question as text and no tools, so the
+   * answer cannot be a computer call. An answer without text is asked again once.
    */
   async judgeScope(input: ScopeJudgeInput, signal?: AbortSignal): Promise<ScopeVerdict> {
-    const response = await postJson({
-      backend: 'openai',
-      url: joinUrl(this.baseUrl, '/responses'),
-      headers: { authorization: `Bearer ${this.options.apiKey}` },
-      body: {
+    let text: string | null = null;
+    for (const question of [scopeJudgeQuestion(input), `${scopeJudgeQuestion(input)}\n\n${SCOPE_JUDGE_RETRY}`]) {
+      const body = {
         model: input.model,
         instructions: SCOPE_JUDGE_INSTRUCTIONS,
-        input: [{ role: 'user', type: 'message', content: [{ type: 'input_text', text: scopeJudgeQuestion(input) }] }],
-        tools: [{ type: 'computer_use_preview', display_width: 1280, display_height: 800, environment: 'browser' }],
-        truncation: 'auto',
-      },
-      fetchImpl: this.options.fetchImpl,
-      retry: this.options.retry,
-      timeoutMs: this.options.timeoutMs,
-      signal,
-    });
-    return readScopeAnswer(openaiText(response), input);
+        input: [{ role: 'user', type: 'message', content: [{ type: 'input_text', text: question }] }],
+      } satisfies ResponseCreateParamsNonStreaming;
+      text = openaiText(await this.call(body, input.model, signal));
+      if (text !== null) break;
+    }
+    return readScopeAnswer(text, input);
   }
 
   async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnOutput> {
@@ -320,22 +337,22 @@ export class OpenAIBackend implements ModelBackend {
     let previous: string | null = null;
     let items: Item[];
     if (input.state === null || input.state === undefined) {
-      const content: Item[] = [{ type: 'input_text', text: input.prompt }];
-      if (screenshot) content.push({ type: 'input_image', image_url: dataUrl(screenshot) });
+      const content: ResponseInputItem.Message['content'] = [{ type: 'input_text', text: input.prompt }];
+      if (screenshot) content.push({ type: 'input_image', image_url: dataUrl(screenshot), detail: 'auto' });
       items = [{ role: 'user', type: 'message', content }];
     } else {
       const state = readState(input.state);
       previous = state.response_id;
       items =
         state.pending.length > 0
-          ? answers(state.pending, input.lastOutcome, await screenUrl())
+          ? answers(state.pending, input.lastOutcome, await screenUrl(), input.safetyApproved)
           : [{ role: 'user', type: 'message', content: [{ type: 'input_text', text: outcomeText(input.lastOutcome).text }] }];
     }
 
     const usage: ModelUsage = { input_tokens: 0, output_tokens: 0 };
     const thoughts: string[] = [];
     for (let request = 1; request <= MAX_REQUESTS_PER_TURN; request++) {
-      const response = readResponse(await this.post(input, os, items, previous, signal));
+      const response = readResponse(await this.call(openaiRequestBody(input, items, previous), input.model, signal));
       usage.input_tokens += response.usage?.input_tokens ?? 0;
       usage.output_tokens += response.usage?.output_tokens ?? 0;
       previous = response.id;
@@ -347,7 +364,7 @@ export class OpenAIBackend implements ModelBackend {
       }
       items =
         result.pending.length > 0
-          ? answers(result.pending, null, await screenUrl())
+          ? answers(result.pending, null, await screenUrl(), false)
           : [{ role: 'user', type: 'message', content: [{ type: 'input_text', text: 'Go on.' }] }];
     }
     return {
@@ -359,39 +376,39 @@ export class OpenAIBackend implements ModelBackend {
     };
   }
 
-  private post(input: ModelTurnInput, os: DesktopOs, items: Item[], previous: string | null, signal?: AbortSignal): Promise<unknown> {
-    const body: Record<string, unknown> = {
-      model: input.model,
-      input: items,
-      tools: [
-        {
-          type: 'computer_use_preview',
-          display_width: input.display.width,
-          display_height: input.display.height,
-          environment: os,
-        },
-        ...agentToolDefinitions(input.tools).map((t) => ({
-          type: 'function',
-          name: t.name,
-          description: t.description,
-          parameters: t.parameters,
-          strict: false,
-        })),
-      ],
-      reasoning: { effort: input.effort, summary: 'concise' },
-      truncation: 'auto',
-    };
-    if (input.system.trim() !== '') body.instructions = input.system;
-    if (previous) body.previous_response_id = previous;
-    return postJson({
-      backend: 'openai',
-      url: joinUrl(this.baseUrl, '/responses'),
-      headers: { authorization: `Bearer ${this.options.apiKey}` },
-      body,
-      fetchImpl: this.options.fetchImpl,
-      retry: this.options.retry,
-      timeoutMs: this.options.timeoutMs,
-      signal,
-    });
+  private async call(body: ResponseCreateParamsNonStreaming, model: string, signal?: AbortSignal): Promise<OpenAIResponse> {
+    try {
+      return await this.client.responses.create(body, { signal });
+    } catch (error) {
+      throw toModelError('openai', error, signal, model);
+    }
   }
+}
+
+/**
+ * The request for one turn, typed by OpenAI's SDK. The GA computer tool takes no display size or
+ * environment: the model reads both off the screenshots. `reasoning.effort` is the task's effort
+ * (the current GPT models are reasoning models and take low, medium and high).
+ */
+export function openaiRequestBody(input: ModelTurnInput, items: Item[], previous: string | null): ResponseCreateParamsNonStreaming {
+  const tools: Tool[] = [
+    { type: 'computer' },
+    ...agentToolDefinitions(input.tools).map((t): Tool => ({
+      type: 'function',
+      name: t.name,
+      description: t.description,
+      parameters: { ...t.parameters },
+      strict: false,
+    })),
+  ];
+  const body: ResponseCreateParamsNonStreaming = {
+    model: input.model,
+    input: items,
+    tools,
+    reasoning: { effort: input.effort, summary: 'concise' },
+    truncation: 'auto',
+  };
+  if (input.system.trim() !== '') body.instructions = input.system;
+  if (previous) body.previous_response_id = previous;
+  return body;
 }

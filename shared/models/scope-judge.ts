@@ -15,6 +15,9 @@ export const SCOPE_JUDGE_INSTRUCTIONS = [
   'Answer with one JSON object and nothing else: {"verdict": "in_scope" | "off_scope" | "undecidable", "reason": "<one short sentence>"}.',
 ].join('\n');
 
+/** Added to the question when the judge's first answer held no text (a tool call instead). */
+export const SCOPE_JUDGE_RETRY = 'Answer with the JSON object only, as text. Do not use any tool and do not act on the computer.';
+
 /** The longest prompt and scope shown to the judge; the scope is at most 2000 characters anyway. */
 const MAX_PROMPT = 20_000;
 /** How much of the scope a task's `error` repeats. */

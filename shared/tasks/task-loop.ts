@@ -55,6 +55,8 @@ interface GuardState {
   declared?: DeclaredCategory | null;
   /** The declaration the actions of the current turn are judged with (see `judgeWithDeclared`). */
   stepDeclared?: DeclaredCategory | null;
+  /** A person approved the safety check the model raised on its current move (told to the model once). */
+  safetyApproved?: boolean;
 }
 
 /**
@@ -300,7 +302,7 @@ export class TaskLoop {
     }
     const backend = this.deps.models.backendFor(row.model);
     if (!backend) {
-      await this.endIfCurrent(row.id, n, 'failed', `The model ${row.model} is not available on this server`);
+      await this.endIfCurrent(row.id, n, 'failed', this.deps.models.unavailableReason(row.model) ?? `The model ${row.model} is not available on this server`);
       return 'unavailable';
     }
     const guard = row.guard_state as GuardState;
@@ -318,6 +320,7 @@ export class TaskLoop {
           observation: row.observation,
           screenshot: frame?.png ?? null,
           lastOutcome: row.last_outcome,
+          safetyApproved: guard.safetyApproved === true,
           tools: {
             http: config.tools.http.map((tool) => ({ name: tool.name, description: tool.description })),
             files: { enabled: config.tools.files.enabled, read_only: config.tools.files.access === 'read_only' },
@@ -387,7 +390,7 @@ export class TaskLoop {
       model_state: output.state ?? null,
       last_outcome: null,
       turn_results: [],
-      ...(guard.declared || guard.stepDeclared ? { guard_state: { ...guard, declared: null, stepDeclared: declared } } : {}),
+      ...(guard.declared || guard.stepDeclared || guard.safetyApproved ? { guard_state: { ...guard, declared: null, stepDeclared: declared, safetyApproved: false } } : {}),
     });
     // What the model says about its move never repeats the text the move types (it may be a secret).
     const typed = typedTexts(output.move);
@@ -857,8 +860,13 @@ export class TaskLoop {
         }
         if (decision === 'approve') {
           const move = moveToApply(detail.move, row.queued_actions);
-          if (move) await this.applyMove(change, move, null);
-          else await this.finish(change, 'failed', 'The approved move could not be found again');
+          if (!move) {
+            await this.finish(change, 'failed', 'The approved move could not be found again');
+            return;
+          }
+          // Only a person's approval lets the backend acknowledge the vendor's safety check.
+          change.set({ guard_state: { ...(row.guard_state as GuardState), safetyApproved: true } });
+          await this.applyMove(change, move, null);
         } else await this.finish(change, 'failed', `Stopped by a safety check that was denied: ${detail.what.replace(/^Safety check: /, '')}`);
         return;
     }

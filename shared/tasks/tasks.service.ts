@@ -240,7 +240,8 @@ export class TasksService {
     }
     const agent = await this.deps.agents.resolveForTask(auth.orgId, input.agent_id ?? session.agent_id, input.agent_version === 'draft' ? 'draft' : 'published');
     if (!this.deps.models.isAvailable(agent.model)) {
-      throw new ApiError('server_error', `The model ${agent.model} cannot run on this server`, { status: 503, code: 'model_unavailable' });
+      const reason = this.deps.models.unavailableReason(agent.model) ?? `The model ${agent.model} cannot run on this server`;
+      throw new ApiError('server_error', reason, { status: 503, code: 'model_unavailable' });
     }
     const now = this.deps.clock.now();
     try {
@@ -254,7 +255,8 @@ export class TasksService {
           agent_version: agent.version,
           agent_draft: agent.draft,
           agent_config: agent.config,
-          model: agent.model,
+          // A retired id with a configured successor runs as its successor (docs/models.md).
+          model: this.deps.models.resolve(agent.model),
           effort: agent.effort,
           prompt: input.prompt,
           request_id: input.request_id ?? null,

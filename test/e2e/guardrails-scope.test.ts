@@ -25,7 +25,7 @@ describe('the scope check with vendor models (local stand-ins)', function () {
   const clients: DesktopClient[] = [];
 
   before(async () => {
-    [anthropic, openai, gemini] = await Promise.all([startStub(), startStub(), startStub()]);
+    [anthropic, openai, gemini] = await Promise.all([startStub('anthropic'), startStub('openai'), startStub('gemini')]);
     service = await startTestService({
       ANTHROPIC_API_KEY: 'sk-ant-test',
       ANTHROPIC_BASE_URL: anthropic.url,
@@ -35,7 +35,7 @@ describe('the scope check with vendor models (local stand-ins)', function () {
       GEMINI_BASE_URL: gemini.url,
     });
     ({ key } = await service.newOrg());
-    const agents = { 'scoped-claude': 'claude-sonnet-4-5-20250929', 'scoped-openai': 'computer-use-preview', 'scoped-gemini': 'gemini-2.5-computer-use-preview-10-2025' };
+    const agents = { 'scoped-claude': 'claude-sonnet-4-6', 'scoped-openai': 'gpt-5.4', 'scoped-gemini': 'gemini-3.6-flash' };
     for (const [agentId, model] of Object.entries(agents)) {
       const created = await service.api(key, 'POST', '/v1/agents', { agent_id: agentId, model, guardrails: { confirm: [], scope: SCOPE } });
       expect(created.status, JSON.stringify(created.body)).to.equal(200);
@@ -43,7 +43,10 @@ describe('the scope check with vendor models (local stand-ins)', function () {
   });
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.close();
-    for (const stub of [anthropic, openai, gemini]) stub.requests.splice(0);
+    for (const stub of [anthropic, openai, gemini]) {
+      stub.requests.splice(0);
+      expect(stub.violations.splice(0), 'requests the vendor would refuse').to.deep.equal([]);
+    }
   });
   after(async () => {
     await service.stop();
@@ -70,8 +73,8 @@ describe('the scope check with vendor models (local stand-ins)', function () {
     expect(anthropic.requests).to.have.length(1);
     const [judged] = anthropic.requests;
     expect(judged!.path).to.equal('/v1/messages');
-    expect(judged!.headers['x-api-key']).to.equal('sk-ant-test');
-    expect(judged!.body).to.include({ model: 'claude-sonnet-4-5-20250929', system: SCOPE_JUDGE_INSTRUCTIONS });
+    expect(judged!.headers.authorization).to.equal('Bearer sk-ant-test');
+    expect(judged!.body).to.include({ model: 'claude-sonnet-4-6', system: SCOPE_JUDGE_INSTRUCTIONS });
     expect(judged!.body.tools).to.equal(undefined);
     expect(judged!.body.messages).to.deep.equal([{ role: 'user', content: `The agent's scope:\n<scope>\n${SCOPE}\n</scope>\n\nThe task prompt:\n<task>\nFile my tax return for 2024.\n</task>` }]);
   });
@@ -83,10 +86,11 @@ describe('the scope check with vendor models (local stand-ins)', function () {
     expect(events.slice(0, 2).map((event) => event.type)).to.deep.equal(['guardrail', 'started']);
     expect(events[0].message).to.equal("The task fits the agent's scope: Buying a shirt is shopping for clothes.");
     expect(gemini.requests.map((request) => request.path)).to.deep.equal([
-      '/v1beta/models/gemini-2.5-computer-use-preview-10-2025:generateContent',
-      '/v1beta/models/gemini-2.5-computer-use-preview-10-2025:generateContent',
+      '/v1beta/models/gemini-3.6-flash:generateContent',
+      '/v1beta/models/gemini-3.6-flash:generateContent',
     ]);
-    expect(gemini.requests[0]!.body.systemInstruction).to.deep.equal({ parts: [{ text: SCOPE_JUDGE_INSTRUCTIONS }] });
+    expect(gemini.requests[0]!.body.systemInstruction).to.deep.include({ parts: [{ text: SCOPE_JUDGE_INSTRUCTIONS }] });
+    expect(gemini.requests[0]!.body).not.to.have.property('tools');
   });
 
   it('OpenAI: a judge that cannot tell, or whose answer cannot be read, fails the task as undecided', async () => {
@@ -94,11 +98,22 @@ describe('the scope check with vendor models (local stand-ins)', function () {
     const undecided = await start('scoped-openai', 'Hello');
     expect(undecided.task).to.include({ status: 'failed', error: "The scope check could not decide whether the task fits the agent's scope: The prompt is a single word." });
     expect(openai.requests[0]!.path).to.equal('/v1/responses');
-    expect(openai.requests[0]!.body).to.include({ model: 'computer-use-preview', instructions: SCOPE_JUDGE_INSTRUCTIONS });
+    expect(openai.requests[0]!.body).to.include({ model: 'gpt-5.4', instructions: SCOPE_JUDGE_INSTRUCTIONS });
+    // The judge declares no tools.
+    expect(openai.requests[0]!.body).not.to.have.property('tools');
 
-    openai.reply({ body: { id: 'resp_2', output: [{ type: 'computer_call', call_id: 'c1', action: { type: 'screenshot' } }] } });
+    openai.reply(openaiAnswer('I cannot say.'));
     const unreadable = await start('scoped-openai', 'Buy a shirt');
     expect(unreadable.task).to.include({ status: 'failed', error: "The scope check could not decide whether the task fits the agent's scope: the judge's answer could not be read." });
+  });
+
+  it('OpenAI: a judge answering with an action is asked again, and its verdict then counts', async () => {
+    const action = { body: { id: 'resp_a', object: 'response', status: 'completed', output: [{ type: 'computer_call', id: 'cu', call_id: 'c1', status: 'completed', actions: [{ type: 'screenshot' }], pending_safety_checks: [] }] } };
+    openai.reply(action, openaiAnswer('{"verdict":"in_scope","reason":"A shirt is clothing."}'), openaiAnswer('Nothing to buy today.'));
+    const { task, events } = await start('scoped-openai', 'Buy a shirt');
+    expect(task, task.error).to.include({ status: 'completed', result: 'Nothing to buy today.' });
+    expect(events[0].message).to.equal("The task fits the agent's scope: A shirt is clothing.");
+    expect(openai.requests).to.have.length(3);
   });
 
   it('a judge that refuses the request leaves the task undecided, with the vendor\'s reason', async () => {

@@ -254,7 +254,7 @@ describe('older session-token API (reference desktop client, scripted model)', f
       const traced = await post(token, '/trace', { id: body.id });
       expect(traced.status, JSON.stringify(traced.body)).to.equal(200);
       expect(traced.body).to.include({ id: body.id, status: 'completed', result: 'traced' });
-      expect(traced.body.trace).to.include({ model: 'computer-use-preview', backend: 'scripted' });
+      expect(traced.body.trace).to.include({ model: 'gpt-5.4', backend: 'scripted' });
       expect(JSON.stringify(traced.body)).not.to.contain(token);
 
       const other = await desktop();

@@ -347,7 +347,7 @@ describe('tasks end to end (reference desktop client, scripted model)', function
       const list = (await service.api(key, 'GET', `/v1/tasks?session_id=${code}&status=completed`)).body;
       expect(list.data.map((t: { task_id: string }) => t.task_id)).to.deep.equal([body.task_id]);
       const traced = (await service.api(key, 'GET', `/v1/tasks/${body.task_id}?include=trace`)).body;
-      expect(traced.trace).to.include({ model: 'computer-use-preview', backend: 'scripted' });
+      expect(traced.trace).to.include({ model: 'gpt-5.4', backend: 'scripted' });
       expect(JSON.stringify(traced.trace)).not.to.contain(key);
     });
   });

@@ -1,7 +1,9 @@
 /**
  * The vendor backends against local stand-ins of the vendors' HTTP APIs: a real node:http server
- * on 127.0.0.1 per test that records each request and answers from a queue of canned replies in
- * the vendor's documented wire format.
+ * on 127.0.0.1 per test that records each request, refuses one the vendor would refuse
+ * (test/support/vendor-schemas.ts; none may be refused), and answers from a queue of canned
+ * replies in the vendor's documented wire format. The defects of issue 18 have their own tests
+ * in vendor-wire.test.ts.
  */
 import { expect } from 'chai';
 import { createCanvas, loadImage } from '@napi-rs/canvas';
@@ -42,7 +44,7 @@ const FAST_RETRY = { retries: 2, baseDelayMs: 5, maxDelayMs: 1000 };
 
 function input(overrides: Partial<ModelTurnInput> = {}): ModelTurnInput {
   return {
-    model: 'claude-sonnet-4-5-20250929',
+    model: 'claude-sonnet-4-6',
     effort: 'low',
     system: 'Service rules.\n\nAgent instructions.',
     prompt: 'Buy the blue shirt on shop.example.com',
@@ -73,10 +75,12 @@ async function pngSize(base64: string): Promise<{ width: number; height: number 
 
 describe('vendor model backends against local stand-ins', function () {
   let stub: Stub;
-  beforeEach(async () => {
-    stub = await startStub();
+  beforeEach(async function () {
+    const title = this.currentTest?.parent?.title ?? '';
+    stub = await startStub(title.startsWith('Anthropic') ? 'anthropic' : title.startsWith('OpenAI') ? 'openai' : title.startsWith('Gemini') ? 'gemini' : undefined);
   });
   afterEach(async () => {
+    expect(stub.violations, 'requests the vendor would refuse').to.deep.equal([]);
     await stub.close();
   });
 
@@ -86,7 +90,7 @@ describe('vendor model backends against local stand-ins', function () {
       id: 'msg_1',
       type: 'message',
       role: 'assistant',
-      model: 'claude-sonnet-4-5-20250929',
+      model: 'claude-sonnet-4-6',
       content,
       stop_reason,
       usage: { input_tokens: 1200, output_tokens: 40 },
@@ -104,16 +108,20 @@ describe('vendor model backends against local stand-ins', function () {
       const [req] = stub.requests;
       expect(req.method).to.equal('POST');
       expect(req.path).to.equal('/v1/messages');
-      expect(req.headers['x-api-key']).to.equal('sk-ant-test');
-      expect(req.headers['anthropic-version']).to.equal('2023-06-01');
-      expect(req.headers['anthropic-beta']).to.equal('computer-use-2025-01-24');
+      // Anthropic's SDK: a bearer key and the API version it was built for.
+      expect(req.headers.authorization).to.equal('Bearer sk-ant-test');
+      expect(req.headers['anthropic-version']).to.equal('2026-10-21');
+      expect(req.headers['anthropic-beta']).to.equal('computer-use-2025-11-24');
       expect(req.headers['content-type']).to.equal('application/json');
-      expect(req.body.model).to.equal('claude-sonnet-4-5-20250929');
+      expect(req.body.model).to.equal('claude-sonnet-4-6');
       expect(req.body.system).to.equal('Service rules.\n\nAgent instructions.');
       expect(req.body.max_tokens).to.equal(4096);
-      expect(req.body).not.to.have.property('thinking');
+      // Claude 4.6: adaptive thinking, the task's effort as output_config.effort.
+      expect(req.body.thinking).to.deep.equal({ type: 'adaptive' });
+      expect(req.body.output_config).to.deep.equal({ effort: 'low' });
+      expect(req.body).not.to.have.property('betas');
       expect(req.body.tools[0]).to.deep.equal({
-        type: 'computer_20250124',
+        type: 'computer_20251124',
         name: 'computer',
         display_width_px: 1280,
         display_height_px: 800,
@@ -154,12 +162,15 @@ describe('vendor model backends against local stand-ins', function () {
         { body: message([{ type: 'tool_use', id: 'toolu_1', name: 'computer', input: { action: 'screenshot' } }]) },
         { body: message([{ type: 'thinking', thinking: 'done', signature: 'sig' }, { type: 'text', text: 'The shirt is in the cart.' }], 'end_turn') },
       );
-      const first = await backend().turn(input({ effort: 'high' }));
+      const first = await backend().turn(input({ model: 'claude-haiku-4-5-20251001', effort: 'high' }));
       expect(first.move).to.deep.equal({ kind: 'actions', actions: [{ type: 'screenshot' }], step: 'Look at the screen' });
       const second = await backend().turn(
-        input({ effort: 'high', state: JSON.parse(JSON.stringify(first.state)), lastOutcome: { kind: 'actions', results: [{ ok: true }] } }),
+        input({ model: 'claude-haiku-4-5-20251001', effort: 'high', state: JSON.parse(JSON.stringify(first.state)), lastOutcome: { kind: 'actions', results: [{ ok: true }] } }),
       );
 
+      // Haiku 4.5 keeps the January 2025 tool, its beta and a thinking budget.
+      expect(stub.requests[0].headers['anthropic-beta']).to.equal('computer-use-2025-01-24');
+      expect(stub.requests[0].body.tools[0].type).to.equal('computer_20250124');
       expect(stub.requests[0].body.thinking).to.deep.equal({ type: 'enabled', budget_tokens: 12000 });
       expect(stub.requests[0].body.max_tokens).to.equal(20000);
       const messages = stub.requests[1].body.messages;
@@ -237,10 +248,10 @@ describe('vendor model backends against local stand-ins', function () {
       expect(out.usage).to.deep.equal({ input_tokens: 2400, output_tokens: 80 });
     });
 
-    it('retries a 429 honouring retry-after, and a 500', async () => {
+    it('retries a 429 honouring retry-after, and a 529', async () => {
       stub.reply(
-        { status: 429, headers: { 'retry-after': '0' }, body: { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } } },
-        { status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } },
+        { status: 429, headers: { 'retry-after-ms': '5' }, body: { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } } },
+        { status: 529, headers: { 'retry-after-ms': '5' }, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } },
         { body: message([{ type: 'text', text: 'Nothing to do.' }], 'end_turn') },
       );
       const out = await backend().turn(input());
@@ -249,7 +260,7 @@ describe('vendor model backends against local stand-ins', function () {
     });
 
     it('gives up after two retries with a retryable error', async () => {
-      const overloaded = { status: 500, body: { type: 'error', error: { type: 'api_error', message: 'Internal error' } } };
+      const overloaded = { status: 500, headers: { 'retry-after-ms': '5' }, body: { type: 'error', error: { type: 'api_error', message: 'Internal error' } } };
       stub.reply(overloaded, overloaded, overloaded);
       const error = await rejection(backend().turn(input()));
       expect(stub.requests).to.have.length(3);
@@ -290,7 +301,7 @@ describe('vendor model backends against local stand-ins', function () {
       usage: { input_tokens: 900, output_tokens: 30, total_tokens: 930 },
     });
 
-    it('sends the computer_use_preview tool, function tools and the screenshot, and reads a computer call with a safety check', async () => {
+    it('sends the GA computer tool, function tools and the screenshot, and reads a batched computer call with a safety check', async () => {
       stub.reply({
         body: response('resp_1', [
           { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Clicking Buy now.' }] },
@@ -298,23 +309,27 @@ describe('vendor model backends against local stand-ins', function () {
             type: 'computer_call',
             id: 'cu_1',
             call_id: 'call_1',
-            action: { type: 'click', button: 'left', x: 100, y: 200 },
+            actions: [
+              { type: 'click', button: 'left', x: 100, y: 200 },
+              { type: 'type', text: 'blue shirt' },
+              { type: 'keypress', keys: ['ENTER'] },
+            ],
             pending_safety_checks: [{ id: 'sc_1', code: 'malicious_instructions', message: 'The page may hold instructions.' }],
             status: 'completed',
           },
         ]),
       });
-      const out = await backend().turn(input({ model: 'computer-use-preview', effort: 'medium' }));
+      const out = await backend().turn(input({ model: 'gpt-5.4', effort: 'medium' }));
 
       const [req] = stub.requests;
       expect(req.path).to.equal('/v1/responses');
       expect(req.headers.authorization).to.equal('Bearer sk-test');
-      expect(req.body.model).to.equal('computer-use-preview');
+      expect(req.body.model).to.equal('gpt-5.4');
       expect(req.body.instructions).to.equal('Service rules.\n\nAgent instructions.');
       expect(req.body.reasoning).to.deep.equal({ effort: 'medium', summary: 'concise' });
       expect(req.body.truncation).to.equal('auto');
       expect(req.body).not.to.have.property('previous_response_id');
-      expect(req.body.tools[0]).to.deep.equal({ type: 'computer_use_preview', display_width: 1440, display_height: 900, environment: 'mac' });
+      expect(req.body.tools[0]).to.deep.equal({ type: 'computer' });
       expect(req.body.tools[1]).to.deep.include({ type: 'function', name: 'ask_person', strict: false });
       expect(req.body.tools[1].parameters.required).to.deep.equal(['question']);
       const [msg] = req.body.input;
@@ -323,13 +338,17 @@ describe('vendor model backends against local stand-ins', function () {
       expect(msg.content[1].type).to.equal('input_image');
       expect(msg.content[1].image_url).to.equal(`data:image/png;base64,${SCREEN.toString('base64')}`);
 
-      expect(out.move).to.deep.equal({ kind: 'actions', actions: [{ type: 'click', x: 100, y: 200 }], step: 'Click at 100, 200' });
+      expect(out.move).to.deep.equal({
+        kind: 'actions',
+        actions: [{ type: 'click', x: 100, y: 200 }, { type: 'type', text: 'blue shirt' }, { type: 'key', keys: 'enter' }],
+        step: 'Click at 100, 200, Type 10 characters, Press enter',
+      });
       expect(out.safety).to.equal('The page may hold instructions.');
       expect(out.thought).to.equal('Clicking Buy now.');
       expect(out.usage).to.deep.equal({ input_tokens: 900, output_tokens: 30 });
     });
 
-    it('answers with computer_call_output, acknowledges the safety check, and chains previous_response_id', async () => {
+    it('answers with computer_call_output (a computer_screenshot), acknowledges the safety check a person approved, and chains previous_response_id', async () => {
       stub.reply(
         {
           body: response('resp_1', [
@@ -339,23 +358,23 @@ describe('vendor model backends against local stand-ins', function () {
         { body: response('resp_2', [{ type: 'function_call', call_id: 'call_2', name: 'ask_person', arguments: '{"question":"Send it?","options":["yes","no"]}' }]) },
         { body: response('resp_3', [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Sent.' }] }]) },
       );
-      const first = await backend().turn(input({ model: 'computer-use-preview' }));
+      const first = await backend().turn(input({ model: 'gpt-5.4' }));
       const after = screenPng(1440, 900);
       const second = await backend().turn(
-        input({ model: 'computer-use-preview', state: first.state, screenshot: after, lastOutcome: { kind: 'actions', results: [{ ok: false, error: 'No text field is focused' }] } }),
+        input({ model: 'gpt-5.4', state: first.state, screenshot: after, safetyApproved: true, lastOutcome: { kind: 'actions', results: [{ ok: false, error: 'No text field is focused' }] } }),
       );
       expect(stub.requests[1].body.previous_response_id).to.equal('resp_1');
       expect(stub.requests[1].body.input).to.deep.equal([
         {
           type: 'computer_call_output',
           call_id: 'call_1',
-          output: { type: 'input_image', image_url: `data:image/png;base64,${after.toString('base64')}` },
+          output: { type: 'computer_screenshot', image_url: `data:image/png;base64,${after.toString('base64')}` },
           acknowledged_safety_checks: [{ id: 'sc_1', code: 'x', message: 'm' }],
         },
         { role: 'user', type: 'message', content: [{ type: 'input_text', text: 'The last action did not work: action 1 failed: No text field is focused.' }] },
       ]);
       expect(second.move).to.deep.equal({ kind: 'ask', question: 'Send it?', options: ['yes', 'no'] });
-      const third = await backend().turn(input({ model: 'computer-use-preview', state: second.state, lastOutcome: { kind: 'answer', answer: 'yes' } }));
+      const third = await backend().turn(input({ model: 'gpt-5.4', state: second.state, lastOutcome: { kind: 'answer', answer: 'yes' } }));
       expect(stub.requests[2].body.previous_response_id).to.equal('resp_2');
       expect(stub.requests[2].body.input).to.deep.equal([{ type: 'function_call_output', call_id: 'call_2', output: 'The answer: yes' }]);
       expect(third.move).to.deep.equal({ kind: 'done', summary: 'Sent.' });
@@ -373,11 +392,10 @@ describe('vendor model backends against local stand-ins', function () {
       for (const [i, action] of calls.entries()) stub.reply({ body: response(`r${i}`, [{ type: 'computer_call', call_id: `c${i}`, action, pending_safety_checks: [] }]) });
       const moves = [];
       for (const _ of calls) {
-        const out = await backend().turn(input({ model: 'computer-use-preview-2025-03-11', display: { width: 1440, height: 900, os: 'windows' } }));
+        const out = await backend().turn(input({ model: 'gpt-5.4-mini', display: { width: 1440, height: 900, os: 'windows' } }));
         moves.push(out.move.kind === 'actions' ? out.move.actions[0] : null);
         expect(out.safety).to.equal(null);
       }
-      expect(stub.requests[0].body.tools[0].environment).to.equal('windows');
       expect(moves).to.deep.equal([
         { type: 'key', keys: 'ctrl+l' },
         { type: 'key', keys: 'enter' },
@@ -390,7 +408,7 @@ describe('vendor model backends against local stand-ins', function () {
 
     it('sends a Retina-size screenshot at the display size it declares', async () => {
       stub.reply({ body: response('resp_1', [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'ok' }] }]) });
-      await backend().turn(input({ model: 'computer-use-preview', screenshot: screenPng(2880, 1800) }));
+      await backend().turn(input({ model: 'gpt-5.4', screenshot: screenPng(2880, 1800) }));
       const url: string = stub.requests[0].body.input[0].content[1].image_url;
       expect(await pngSize(url.replace('data:image/png;base64,', ''))).to.deep.equal({ width: 1440, height: 900 });
     });
@@ -398,15 +416,15 @@ describe('vendor model backends against local stand-ins', function () {
     it('retries a 429 and then a 503, and does not retry a 401', async () => {
       stub.reply(
         { status: 429, headers: { 'retry-after-ms': '10' }, body: { error: { message: 'Rate limit reached', type: 'requests' } } },
-        { status: 503, body: { error: { message: 'Service unavailable' } } },
+        { status: 503, headers: { 'retry-after-ms': '5' }, body: { error: { message: 'Service unavailable' } } },
         { body: response('resp_ok', [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi' }] }]) },
       );
-      const out = await backend().turn(input({ model: 'computer-use-preview' }));
+      const out = await backend().turn(input({ model: 'gpt-5.4' }));
       expect(stub.requests).to.have.length(3);
       expect(out.move).to.deep.equal({ kind: 'done', summary: 'Hi' });
 
       stub.reply({ status: 401, body: { error: { message: 'Incorrect API key provided' } } });
-      const error = await rejection(backend().turn(input({ model: 'computer-use-preview' })));
+      const error = await rejection(backend().turn(input({ model: 'gpt-5.4' })));
       expect(stub.requests).to.have.length(4);
       expect(error).to.include({ code: 'unauthorized', retryable: false, status: 401 });
       expect(error.message).to.equal('OpenAI API answered 401: Incorrect API key provided');
@@ -414,7 +432,7 @@ describe('vendor model backends against local stand-ins', function () {
 
     it('ends the call with a retryable error when retry-after asks for longer than one call may wait', async () => {
       stub.reply({ status: 429, headers: { 'retry-after': '60' }, body: { error: { message: 'Rate limit reached' } } });
-      const error = await rejection(backend().turn(input({ model: 'computer-use-preview' })));
+      const error = await rejection(backend().turn(input({ model: 'gpt-5.4' })));
       expect(stub.requests).to.have.length(1);
       expect(error).to.include({ code: 'rate_limited', retryable: true, retryAfterMs: 60000 });
     });
@@ -428,14 +446,14 @@ describe('vendor model backends against local stand-ins', function () {
   });
 
   describe('Gemini generateContent', () => {
-    const MODEL = 'gemini-2.5-computer-use-preview-10-2025';
+    const MODEL = 'gemini-3.6-flash';
     const backend = () => new GeminiBackend({ apiKey: 'gm-test', baseUrl: stub.url, retry: FAST_RETRY });
     const answer = (parts: unknown[], finishReason = 'STOP') => ({
       candidates: [{ content: { role: 'model', parts }, finishReason }],
       usageMetadata: { promptTokenCount: 700, candidatesTokenCount: 20, thoughtsTokenCount: 100 },
     });
 
-    it('sends the computer_use tool, declarations, thinking budget and screenshot, and scales a click', async () => {
+    it('sends the computerUse tool, declarations, thinking level and screenshot, and scales a click', async () => {
       stub.reply({
         body: answer([
           { text: 'Looking at the cart.', thought: true },
@@ -459,8 +477,8 @@ describe('vendor model backends against local stand-ins', function () {
         },
         required: ['name'],
       });
-      expect(req.body.generationConfig).to.deep.equal({ thinkingConfig: { thinkingBudget: 8192, includeThoughts: true } });
-      expect(req.body.systemInstruction).to.deep.equal({ parts: [{ text: 'Service rules.\n\nAgent instructions.' }] });
+      expect(req.body.generationConfig).to.deep.equal({ thinkingConfig: { thinkingLevel: 'MEDIUM' } });
+      expect(req.body.systemInstruction).to.deep.include({ parts: [{ text: 'Service rules.\n\nAgent instructions.' }] });
       expect(req.body.contents).to.deep.equal([
         {
           role: 'user',
@@ -486,7 +504,7 @@ describe('vendor model backends against local stand-ins', function () {
         { body: answer([{ text: 'The shirt is ordered.' }]) },
       );
       const first = await backend().turn(input({ model: MODEL }));
-      const second = await backend().turn(input({ model: MODEL, state: first.state, lastOutcome: { kind: 'actions', results: [{ ok: true }] } }));
+      const second = await backend().turn(input({ model: MODEL, state: first.state, safetyApproved: true, lastOutcome: { kind: 'actions', results: [{ ok: true }] } }));
       const contents = stub.requests[1].body.contents;
       expect(contents.map((c: any) => c.role)).to.deep.equal(['user', 'model', 'user']);
       expect(contents[0].parts).to.deep.equal([{ text: 'Buy the blue shirt on shop.example.com' }]);
@@ -533,14 +551,21 @@ describe('vendor model backends against local stand-ins', function () {
       expect(second.move).to.deep.equal({ kind: 'tool', name: 'lookup_order', arguments: { id: 3 } });
     });
 
-    it('maps effort to the thinking budget', async () => {
-      const budgets: number[] = [];
-      for (const effort of ['low', 'medium', 'high'] as const) {
-        stub.reply({ body: answer([{ text: 'ok' }]) });
-        await backend().turn(input({ model: MODEL, effort }));
-        budgets.push(stub.requests[stub.requests.length - 1].body.generationConfig.thinkingConfig.thinkingBudget);
+    it('maps effort to thinkingLevel on Gemini 3, and sends no thinking settings to the 2.5 computer-use preview', async () => {
+      for (const model of [MODEL, 'gemini-2.5-computer-use-preview-10-2025']) {
+        for (const effort of ['low', 'medium', 'high'] as const) {
+          stub.reply({ body: answer([{ text: 'ok' }]) });
+          await backend().turn(input({ model, effort }));
+        }
       }
-      expect(budgets).to.deep.equal([1024, 8192, 24576]);
+      expect(stub.requests.map((r) => r.body.generationConfig?.thinkingConfig ?? null)).to.deep.equal([
+        { thinkingLevel: 'LOW' },
+        { thinkingLevel: 'MEDIUM' },
+        { thinkingLevel: 'HIGH' },
+        null,
+        null,
+        null,
+      ]);
     });
 
     it('retries a 500 and does not retry a 400', async () => {
@@ -566,21 +591,21 @@ describe('vendor model backends against local stand-ins', function () {
         { scripted: false, anthropic: { apiKey: 'a', baseUrl: stub.url }, openai: { apiKey: 'o', baseUrl: `${stub.url}/v1` }, gemini: { apiKey: 'g', baseUrl: stub.url } },
       );
       stub.reply(
-        { body: { id: 'm', content: [{ type: 'text', text: 'A' }], stop_reason: 'end_turn' } },
+        { body: { id: 'm', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'A' }], stop_reason: 'end_turn' } },
         { body: { id: 'r', output: [{ type: 'message', content: [{ type: 'output_text', text: 'B' }] }] } },
         { body: { candidates: [{ content: { role: 'model', parts: [{ text: 'C' }] } }] } },
       );
-      const ids = ['claude-opus-4-1-20250805', null, 'gemini-2.5-computer-use-preview-10-2025'];
+      const ids = ['claude-opus-4-6', null, 'gemini-3.6-flash'];
       const summaries = [];
       for (const id of ids) {
-        const out = await registry.backendFor(id)!.turn(input({ model: id ?? 'computer-use-preview' }));
+        const out = await registry.backendFor(id)!.turn(input({ model: id ?? 'gpt-5.4' }));
         summaries.push(out.move.kind === 'done' ? out.move.summary : null);
       }
       expect(summaries).to.deep.equal(['A', 'B', 'C']);
       expect(stub.requests.map((r) => r.path)).to.deep.equal([
         '/v1/messages',
         '/v1/responses',
-        '/v1beta/models/gemini-2.5-computer-use-preview-10-2025:generateContent',
+        '/v1beta/models/gemini-3.6-flash:generateContent',
       ]);
     });
   });

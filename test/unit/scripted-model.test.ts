@@ -418,7 +418,8 @@ describe('model catalog', () => {
     expect(MODEL_IDS).to.have.length(6);
     expect(MODEL_CATALOG.map((m) => m.vendor)).to.deep.equal(['anthropic', 'anthropic', 'anthropic', 'openai', 'openai', 'gemini']);
     expect(DEFAULT_MODEL).to.equal(MODEL_CATALOG.find((m) => m.slot === 'B2')?.id);
-    expect(vendorOf('claude-sonnet-4-5-20250929')).to.equal('anthropic');
+    expect(vendorOf('claude-sonnet-4-6')).to.equal('anthropic');
+    expect(vendorOf('claude-sonnet-4-5-20250929')).to.equal(null);
     expect(vendorOf('gpt-2')).to.equal(null);
   });
 
@@ -432,8 +433,8 @@ describe('model catalog', () => {
     const registry = createModelRegistry({ scripted: false, anthropic: { apiKey: 'a' }, gemini: { apiKey: '' } });
     expect(registry.backendFor('claude-haiku-4-5-20251001')?.id).to.equal('anthropic');
     expect(registry.backendFor(null)).to.equal(null);
-    expect(registry.isAvailable('computer-use-preview-2025-03-11')).to.equal(false);
-    expect(registry.isAvailable('gemini-2.5-computer-use-preview-10-2025')).to.equal(false);
+    expect(registry.isAvailable('gpt-5.4-mini')).to.equal(false);
+    expect(registry.isAvailable('gemini-3.6-flash')).to.equal(false);
   });
 
   it('reads its config from the environment', () => {
