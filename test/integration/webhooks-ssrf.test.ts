@@ -1,7 +1,5 @@
-import type { LookupAddress } from 'node:dns';
 import { expect } from 'chai';
 import { createContainer, type Container } from '../../shared/container';
-import type { HostResolver } from '../../shared/http';
 import { startWeb, type WebServer } from '../../api/server';
 import { startQueueWorker, type RunningWorker } from '../../workers/runtime';
 import { webhooksWiring } from '../../workers/webhooks';
@@ -11,18 +9,7 @@ import { testConfig } from '../support/environment';
 import { request, waitFor, type ApiResponse } from '../support/service';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { emitEvent } from '../support/org-event-fixtures';
-
-/** DNS answered from a table the test changes; records every name asked. */
-function tableResolver(table: Record<string, string[]>): HostResolver & { asked: string[] } {
-  const asked: string[] = [];
-  const resolve = async (hostname: string): Promise<LookupAddress[]> => {
-    asked.push(hostname);
-    const addresses = table[hostname];
-    if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
-    return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
-  return Object.assign(resolve, { asked });
-}
+import { tableResolver } from '../support/table-resolver';
 
 const PUBLIC_IP = '93.184.216.34';
 const HOST = 'hooks.customer-example.com';
