@@ -119,4 +119,28 @@ describe('a computer that reconnects', function () {
     await waitFor(async () => (await service.running.container.loop.reconcile(0)) > 0 || (await task(taskId)).done, 10_000, 'the act timeout');
     expect(await task(taskId)).to.include({ status: 'failed', error: 'The computer did not answer within 2 seconds' });
   });
+
+  it('begins a queued task whose computer is away within the grace, and sends its first action when the computer is back', async () => {
+    // Only a web process: the task's first step waits until this test runs it.
+    const web = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_RECONNECT_GRACE_MS: String(GRACE_MS), DESKHAND_REDIS_PREFIX: `${service.running.container.config.redisPrefix}-begin` }, ['web']);
+    try {
+      const { key: webKey } = await web.newOrg();
+      const { body: session } = await web.api(webKey, 'POST', '/v1/sessions', {});
+      const first = new RawDesktop(web.baseUrl);
+      desktops.push(first);
+      expect((await first.hello(session.code)).ok).to.equal(true);
+      const { body: started } = await web.api(webKey, 'POST', `/v1/sessions/${session.code}/tasks`, { prompt: script('done "finished"') });
+      first.close();
+      await waitFor(async () => (await web.api(webKey, 'GET', `/v1/sessions/${session.code}`)).body.status === 'disconnected', 5000, 'the session to go offline');
+      expect(await web.running.container.loop.step(started.task_id, 1)).to.equal('started');
+      expect((await web.api(webKey, 'GET', `/v1/tasks/${started.task_id}`)).body.status).to.equal('running');
+      const second = new RawDesktop(web.baseUrl);
+      desktops.push(second);
+      expect((await second.hello(session.code)).ok).to.equal(true);
+      await waitFor(() => acts(second).length === 1, 5000, 'the first act, sent on the hello');
+      expect(acts(second)[0]).to.deep.include({ task_id: started.task_id, action: { type: 'screenshot' } });
+    } finally {
+      await web.stop();
+    }
+  });
 });
