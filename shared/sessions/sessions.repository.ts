@@ -68,7 +68,6 @@ export function listSessions<T>(db: Knex, orgId: string, filter: SessionFilter, 
   return paginate<SessionRow, T>(query, page, toObject);
 }
 
-/** Sessions due to expire at `now` (unused codes and computers gone for 72 hours), locked. */
 /**
  * Sessions whose computer went offline at or before `before` (and has not said hello since) that
  * still have a queued or running task; driven by the tasks' partial index of active tasks.
@@ -84,6 +83,7 @@ export async function findSessionsAwayWithTask(db: Db, before: Date, limit = 200
     .select('sessions.*');
 }
 
+/** Sessions due to expire at `now` (unused codes and computers gone for 72 hours), locked. */
 export async function expireDueSessions(db: Db, now: Date, limit = 500): Promise<SessionRow[]> {
   return db<SessionRow>('sessions')
     .whereIn('code', function () {

@@ -958,15 +958,17 @@ export class TaskLoop {
     await this.change(active.id, async (change) => {
       if (isDone(change.row.status)) return;
       if (why === 'offline') {
-        // Read under a share lock: a hello taking the session (FOR UPDATE) either came first and
-        // the task goes on, or waits for this failure and finds no task to resume.
-        const session = await change.trx('sessions').where({ code: sessionCode }).forShare().first('status');
-        if (session?.status === 'connected') return;
+        // Read under a share lock: a hello (which takes the row FOR UPDATE) either came first, or
+        // back and gone again within the grace, and the task goes on; or it waits for this failure
+        // and finds no task to resume.
+        const session = await change.trx('sessions').where({ code: sessionCode }).forShare().first('status', 'last_active_at');
         const grace = this.deps.reconnectGraceMs;
+        if (session?.status === 'connected' || (session?.last_active_at && change.now.getTime() - new Date(session.last_active_at).getTime() < grace)) return;
         const seconds = Math.round(grace / 100) / 10;
         await this.finish(change, 'failed', grace > 0 ? `The computer disconnected and did not come back within ${seconds} second${seconds === 1 ? '' : 's'}` : 'The computer disconnected');
+      } else {
+        await this.finish(change, 'stopped', why === 'released' ? 'The team disconnected the computer' : 'The session expired');
       }
-      else await this.finish(change, 'stopped', why === 'released' ? 'The team disconnected the computer' : 'The session expired');
     });
   }
 
