@@ -123,8 +123,8 @@ describe('web restarted while tasks run', function () {
   const welcomed = (line: Line) => line.event === 'hello' && line.ok === true;
 
   it('kill -9 of the only web process: every computer reconnects, unanswered actions are sent again, 10 of 10 tasks complete', async () => {
-    // A generous act timeout, so that old code's lost actions fail within the test and new code's restart fits in it.
-    const w = await world({ DESKHAND_ACT_TIMEOUT_MS: '30000' });
+    // The default act timeout (60 s): old code's lost actions fail within the test's wait (120 s).
+    const w = await world();
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
     let web = await startWeb(w.env, port);
