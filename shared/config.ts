@@ -41,6 +41,8 @@ export interface Config {
   workerStalledIntervalMs: number;
   /** How long a computer may take to answer one action before its task fails. */
   actTimeoutMs: number;
+  /** How long a task waits for its computer to come back after the connection dropped (0: it fails at once). */
+  reconnectGraceMs: number;
   /** How long one model turn may take. */
   modelTimeoutMs: number;
 }
@@ -142,6 +144,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     workerLockDurationMs: integer(env, 'DESKHAND_WORKER_LOCK_DURATION_MS', 30_000, 500, 600_000),
     workerStalledIntervalMs: integer(env, 'DESKHAND_WORKER_STALLED_INTERVAL_MS', 30_000, 250, 600_000),
     actTimeoutMs: integer(env, 'DESKHAND_ACT_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    reconnectGraceMs: integer(env, 'DESKHAND_RECONNECT_GRACE_MS', 30_000, 0, 3_600_000),
     modelTimeoutMs: integer(env, 'DESKHAND_MODEL_TIMEOUT_MS', 300_000, 1000, 3_600_000),
   };
   if (config.adminToken !== null && config.adminToken.length < 16) {

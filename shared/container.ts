@@ -93,6 +93,7 @@ export function createContainer(
     agents: sessionAgentDirectory(agents),
     limitCreation: (orgId) => sessionCreations(orgId, 'sessions created for this org'),
     logger: logger.child({ scope: 'sessions' }),
+    reconnectGraceMs: config.reconnectGraceMs,
   });
   const outboundHttp = createSafeHttpClient({ allowPrivate: config.allowPrivateUrls, lookup: options.hostResolver });
   const webhooks = new WebhookService({ db, queues, config, logger: logger.child({ scope: 'webhooks' }), resolve: options.hostResolver });
@@ -118,6 +119,7 @@ export function createContainer(
     logger: logger.child({ scope: 'task-loop' }),
     baseUrl: config.baseUrl,
     actTimeoutMs: config.actTimeoutMs,
+    reconnectGraceMs: config.reconnectGraceMs,
     modelTimeoutMs: config.modelTimeoutMs,
   });
   const tasks = new TasksService({ db, clock, notifier, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });

@@ -90,6 +90,12 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
         desktop.in(sessionRoom(session.code)).except(socket.id).disconnectSockets(true);
         reply({ ok: true, session_id: session.code, agent: { display_name: agent.displayName, greeting: agent.greeting } });
         log.info({ code: session.code, epoch }, 'computer connected');
+        // After joining the room: an act committed after this read reaches the socket through the
+        // room, and one committed before it (sent while no connection held the computer) is read here.
+        const send = (event: string, payload: unknown) => socket.emit(event, payload);
+        for (const inbox of inboxes) {
+          if (inbox.welcomed) await track(inbox.welcomed(data, send)).catch((error) => log.error({ err: error, code: data.code }, 'could not catch the computer up'));
+        }
       } catch (error) {
         if (error instanceof ConnectRefused) {
           reply({ ok: false, code: error.code, message: error.message });

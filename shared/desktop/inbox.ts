@@ -15,4 +15,9 @@ export interface DesktopInbox {
   events: readonly string[];
   /** `payload` is unchecked input from the app. */
   receive(session: DesktopSocketData, event: string, payload: unknown): Promise<unknown>;
+  /**
+   * The computer's hello was accepted (a first connection or a reconnect): `send` gives it what
+   * it missed while no connection held it (see docs/desktop-protocol.md, Reconnecting).
+   */
+  welcomed?(session: DesktopSocketData, send: (event: string, payload: unknown) => void): Promise<void>;
 }

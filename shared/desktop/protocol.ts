@@ -149,7 +149,10 @@ export const DesktopEvents = {
 
 export interface ActMessage {
   task_id: string;
-  /** Names this action; the result must carry it back. */
+  /**
+   * Names this action; the result must carry it back. After a reconnect the service may send the
+   * same act again: the app runs an `act_id` once and answers a repeat with the same result.
+   */
   act_id: string;
   action: DesktopAction;
 }

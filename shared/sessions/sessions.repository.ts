@@ -68,6 +68,21 @@ export function listSessions<T>(db: Knex, orgId: string, filter: SessionFilter, 
   return paginate<SessionRow, T>(query, page, toObject);
 }
 
+/**
+ * Sessions whose computer went offline at or before `before` (and has not said hello since) that
+ * still have a queued or running task; driven by the tasks' partial index of active tasks.
+ */
+export async function findSessionsAwayWithTask(db: Db, before: Date, limit = 200): Promise<SessionRow[]> {
+  return db<SessionRow>('sessions')
+    .join('tasks', 'tasks.session_id', 'sessions.code')
+    .whereIn('tasks.status', ['queued', 'running'])
+    .andWhere('sessions.status', 'disconnected')
+    .andWhere('sessions.last_active_at', '<=', before)
+    .orderBy('sessions.last_active_at')
+    .limit(limit)
+    .select('sessions.*');
+}
+
 /** Sessions due to expire at `now` (unused codes and computers gone for 72 hours), locked. */
 export async function expireDueSessions(db: Db, now: Date, limit = 500): Promise<SessionRow[]> {
   return db<SessionRow>('sessions')

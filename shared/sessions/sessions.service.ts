@@ -18,6 +18,7 @@ import {
   expireDueSessions,
   findSession,
   findSessionByCode,
+  findSessionsAwayWithTask,
   insertSession,
   listSessions,
   updateSession,
@@ -100,7 +101,15 @@ export interface SessionsDeps {
   /** Counts session creations per org (600 an hour); throws 429. */
   limitCreation: (orgId: string) => Promise<void>;
   logger: Logger;
+  /**
+   * How long the task of a computer whose connection dropped waits for it to say hello again
+   * (a web process restarting, a network blip) before it fails; 0 fails it at once.
+   */
+  reconnectGraceMs: number;
 }
+
+/** Past the reconnect grace, the job that ends the task runs a little later, so that a clock a few ms apart still finds it due. */
+const GRACE_CHECK_SLACK_MS = 250;
 
 export class SessionsService {
   private readonly goneHooks: ComputerGoneHook[] = [];
@@ -263,7 +272,11 @@ export class SessionsService {
     return { session: row, epoch: row.connection_epoch, agent };
   }
 
-  /** A connection of the computer closed; the session goes offline unless a newer connection exists. */
+  /**
+   * A connection of the computer closed; the session goes offline (event `session.disconnected`)
+   * unless a newer connection exists. Its running task waits `reconnectGraceMs` for the computer
+   * to come back (`expireDue` ends it after that).
+   */
   async markOffline(code: string, epoch: number): Promise<void> {
     const now = this.deps.clock.now();
     const result = await this.deps.db.transaction(async (trx) => {
@@ -276,10 +289,23 @@ export class SessionsService {
     if (result) await this.afterOffline(result.row, result.eventId, 'offline');
   }
 
-  /** After a disconnect commits: deliver its event, stop the running task, schedule the code's expiry. */
+  /**
+   * After a disconnect commits: deliver its event, stop the running task (released) or give the
+   * computer the reconnect grace to come back (offline), schedule the code's expiry.
+   */
   private async afterOffline(row: SessionRow, eventId: string, why: 'offline' | 'released'): Promise<void> {
     await dispatchOrgEvents(this.deps.queues, [eventId]);
-    await this.computerGone(row, why);
+    const grace = this.deps.reconnectGraceMs;
+    if (why === 'released' || grace === 0) {
+      await this.computerGone(row, why);
+    } else {
+      // The delayed job runs `expireDue`, which ends the task if the computer is still away; the
+      // sweep does the same should the job be lost. One job per connection that dropped.
+      await this.deps.queues.enqueue(QUEUE_NAMES.maintenance, 'expire-session', { code: row.code }, {
+        jobId: jobId('reconnect-grace', row.code, row.connection_epoch),
+        delay: grace + GRACE_CHECK_SLACK_MS,
+      });
+    }
     await this.scheduleExpiry(row.code, row.expires_at!, row.connection_epoch);
   }
 
@@ -296,8 +322,24 @@ export class SessionsService {
     await this.deps.db('sessions').where({ code, status: 'connected' }).update({ last_active_at: this.deps.clock.now() });
   }
 
-  /** Expires every session due at the clock's now; returns how many. Used by the job and the sweep. */
+  /**
+   * What is due on sessions at the clock's now: ends the task of every computer away for longer
+   * than the reconnect grace, and expires every session past its expiry. Returns how many tasks
+   * it ended and sessions it expired. Used by the `expire-session` job and the sweep.
+   */
   async expireDue(): Promise<number> {
+    return (await this.endTasksOfAwayComputers()) + (await this.expireDueSessions());
+  }
+
+  /** Fails the task of every computer that went offline more than `reconnectGraceMs` ago and has not come back. */
+  private async endTasksOfAwayComputers(): Promise<number> {
+    const before = new Date(this.deps.clock.now().getTime() - this.deps.reconnectGraceMs);
+    const away = await findSessionsAwayWithTask(this.deps.db, before);
+    for (const row of away) await this.computerGone(row, 'offline');
+    return away.length;
+  }
+
+  private async expireDueSessions(): Promise<number> {
     const expired = await this.deps.db.transaction(async (trx) => {
       const rows = await expireDueSessions(trx, this.deps.clock.now());
       for (const row of rows) {

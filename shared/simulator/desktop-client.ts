@@ -72,6 +72,8 @@ const HELLO_TIMEOUT_MS = 10_000;
 /** How long to wait for the service to acknowledge a result or a person's message. */
 const DELIVERY_TIMEOUT_MS = 30_000;
 const NARRATION_KEPT = 50;
+/** How many acts (by `act_id`) the client remembers, to answer a repeat without running it again. */
+const ACTS_REMEMBERED = 16;
 
 export class DesktopClient {
   readonly computer: SimulatedComputer;
@@ -94,6 +96,8 @@ export class DesktopClient {
   /** True while the current connection's hello is accepted: results may go out. */
   private welcomed = false;
   private readonly outbox: Array<{ event: string; message: ResultMessage | PersonMessage }> = [];
+  /** The latest acts run, by `act_id`: the service sends an act again after a reconnect, and it must not run twice. */
+  private readonly actsRun = new Map<string, Promise<ActionResult>>();
   private readonly personView: PersonView = { banner: null, narration: [], pending: {}, summaries: [], ended: [] };
 
   constructor(options: DesktopClientOptions) {
@@ -222,7 +226,21 @@ export class DesktopClient {
     const actId = typeof request?.act_id === 'string' ? request.act_id : null;
     if (taskId && actId && request?.action !== undefined) {
       const action = request.action as DesktopAction;
-      const result = await this.computer.act(action);
+      const known = this.actsRun.get(actId);
+      if (known) {
+        // Sent again (the service lost this act or its result when a connection dropped): the
+        // step is not run twice; its result goes out once more.
+        const result = await known;
+        if (this.ended) return;
+        this.sendResult({ task_id: taskId, act_id: actId, result });
+        if (typeof ack === 'function') ack([result]);
+        this.emitLine({ event: 'act_repeated', task_id: taskId, act_id: actId, results: [summarize(result)] });
+        return;
+      }
+      const running = this.computer.act(action);
+      this.actsRun.set(actId, running);
+      if (this.actsRun.size > ACTS_REMEMBERED) this.actsRun.delete(this.actsRun.keys().next().value!);
+      const result = await running;
       if (this.ended) return;
       this.sendResult({ task_id: taskId, act_id: actId, result });
       if (typeof ack === 'function') ack([result]);

@@ -38,6 +38,16 @@ const isPng = (bytes: unknown): bytes is Uint8Array =>
 export function taskDesktopInbox(loop: TaskLoop, logger: Logger): DesktopInbox {
   return {
     events: [DesktopEvents.result, DesktopEvents.person],
+    async welcomed(session, send) {
+      // An act emitted while no web process held the computer (or whose result was lost with
+      // the connection) is sent again; the app runs an act_id once and repeats its result.
+      const { show, act } = await loop.catchUp(session.code);
+      for (const message of show) send(DesktopEvents.show, message);
+      if (act) {
+        send(DesktopEvents.act, act);
+        logger.info({ code: session.code, task_id: act.task_id, act_id: act.act_id }, 'action sent again after a reconnect');
+      }
+    },
     async receive(session, event, payload) {
       if (event === DesktopEvents.result) {
         if (!validateResult(payload)) throw new Error(`malformed result: ${ajv.errorsText(validateResult.errors)}`);

@@ -2,7 +2,7 @@ import type { Knex } from '../db/knex';
 import { jobId } from '../queues/job-queues';
 import { QUEUE_NAMES } from '../queues/catalog';
 import type { ComputerLink } from '../desktop/computer-link';
-import { DesktopEvents, type ActMessage, type Capabilities, type DesktopAction, type DeviceInfo, type GuardrailCategory, type ResultMessage } from '../desktop/protocol';
+import { DesktopEvents, type ActMessage, type Capabilities, type DesktopAction, type DeviceInfo, type GuardrailCategory, type ResultMessage, type ShowMessage } from '../desktop/protocol';
 import type { ModelRegistry } from '../models/catalog';
 import { ModelError, type ModelMove, type ModelTurnOutput, type TurnOutcome } from '../models/model.types';
 import type { AgentFileService } from '../agents/agent-files.service';
@@ -91,6 +91,8 @@ export interface TaskLoopDeps extends TaskChangeDeps {
   tools: ToolCaller | null;
   /** How long the computer may take to answer one action. */
   actTimeoutMs: number;
+  /** How long a task waits for its computer to come back after its connection dropped. */
+  reconnectGraceMs: number;
   /** How long one model turn may take. */
   modelTimeoutMs: number;
 }
@@ -223,8 +225,11 @@ export class TaskLoop {
   /** queued → running: events, the banner on the person's screen, and a first look at the screen. */
   private async begin(change: TaskChange): Promise<void> {
     const row = change.row;
-    const session = await change.trx('sessions').where({ code: row.session_id }).first('status', 'device', 'capabilities');
-    if (!session || session.status !== 'connected') {
+    const session = await change.trx('sessions').where({ code: row.session_id }).first('status', 'device', 'capabilities', 'last_active_at');
+    // A computer away for less than the reconnect grace may be back in a moment (a web process
+    // restarting): the task begins, and its first action is sent again when the computer says hello.
+    const away = session?.status === 'disconnected' && change.now.getTime() - new Date(session.last_active_at).getTime() < this.deps.reconnectGraceMs;
+    if (!session || (session.status !== 'connected' && !away)) {
       await this.finish(change, 'failed', 'The computer disconnected before the task started');
       return;
     }
@@ -902,6 +907,29 @@ export class TaskLoop {
     return row?.session_id === sessionCode;
   }
 
+  /**
+   * What a computer saying hello again missed of the task running on it (a web process restarted,
+   * the network dropped): the banner, the open question or approval the person may answer, and
+   * the action the task waits for, under the same `act_id` (the app runs an `act_id` once and
+   * answers a repeat with the same result). Nothing when no task runs on the session.
+   */
+  async catchUp(sessionCode: string): Promise<{ show: ShowMessage[]; act: ActMessage | null }> {
+    const row = await findActiveTask(this.deps.db, sessionCode);
+    if (!row || row.status !== 'running') return { show: [], act: null };
+    const show: ShowMessage[] = [{ kind: 'banner', task_id: row.id, agent_name: row.agent_config.display_name || 'Deskhand', running: true }];
+    const pending = row.pending;
+    if (pending?.type === 'question' && pending.customer_can_answer) {
+      show.push({ kind: 'question', task_id: row.id, question_id: pending.question_id, question: pending.question, options: pending.options });
+    } else if (pending?.type === 'approval' && pending.customer_can_approve) {
+      const category = pending.category as GuardrailCategory | null;
+      show.push({ kind: 'approval', task_id: row.id, approval_id: pending.approval_id, what: pending.what, risk: pending.risk, category });
+    }
+    // The action out now is the first queued one until its result comes (`receiveResult`).
+    const action = row.queued_actions[0];
+    const act = row.phase === 'computer' && row.awaiting_act_id && action ? { task_id: row.id, act_id: row.awaiting_act_id, action } : null;
+    return { show, act };
+  }
+
   /** The person typed a secret the agent was not allowed to type; recorded for the history. */
   async personTypedSecret(taskId: string, requestId: string): Promise<void> {
     await this.change(taskId, (change) => {
@@ -951,14 +979,27 @@ export class TaskLoop {
     return row;
   }
 
-  /** The session's computer went away: its active task fails (offline) or stops (released, expired). */
+  /**
+   * The session's computer went away: its active task fails (offline, and not back within the
+   * reconnect grace) or stops (released, expired).
+   */
   async computerGone(sessionCode: string, why: 'offline' | 'released' | 'expired'): Promise<void> {
     const active = await findActiveTask(this.deps.db, sessionCode);
     if (!active) return;
     await this.change(active.id, async (change) => {
       if (isDone(change.row.status)) return;
-      if (why === 'offline') await this.finish(change, 'failed', 'The computer disconnected');
-      else await this.finish(change, 'stopped', why === 'released' ? 'The team disconnected the computer' : 'The session expired');
+      if (why === 'offline') {
+        // Read under a share lock: a hello (which takes the row FOR UPDATE) either came first, or
+        // back and gone again within the grace, and the task goes on; or it waits for this failure
+        // and finds no task to resume.
+        const session = await change.trx('sessions').where({ code: sessionCode }).forShare().first('status', 'last_active_at');
+        const grace = this.deps.reconnectGraceMs;
+        if (session?.status === 'connected' || (session?.last_active_at && change.now.getTime() - new Date(session.last_active_at).getTime() < grace)) return;
+        const seconds = Math.round(grace / 100) / 10;
+        await this.finish(change, 'failed', grace > 0 ? `The computer disconnected and did not come back within ${seconds} second${seconds === 1 ? '' : 's'}` : 'The computer disconnected');
+      } else {
+        await this.finish(change, 'stopped', why === 'released' ? 'The team disconnected the computer' : 'The session expired');
+      }
     });
   }
 

@@ -20,7 +20,8 @@ describe('tasks end to end (reference desktop client, scripted model)', function
   const start = (code: string, body: Record<string, unknown>) => service.api(key, 'POST', `/v1/sessions/${code}/tasks`, body);
 
   before(async () => {
-    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_ALLOW_PRIVATE_URLS: '1' });
+    // A short reconnect grace: a computer that goes away fails its task soon (test/e2e/reconnect.test.ts covers the grace).
+    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_ALLOW_PRIVATE_URLS: '1', DESKHAND_RECONNECT_GRACE_MS: '500' });
     ({ key } = await service.newOrg());
   });
   afterEach(async () => {
@@ -231,7 +232,7 @@ describe('tasks end to end (reference desktop client, scripted model)', function
       await follow(service, key, body.task_id, (task) => task.status === 'running');
       await client.close();
       const { task } = await follow(service, key, body.task_id);
-      expect(task).to.include({ status: 'failed', error: 'The computer disconnected' });
+      expect(task).to.include({ status: 'failed', error: 'The computer disconnected and did not come back within 0.5 seconds' });
     });
 
     it('stops the running task when the team disconnects the session', async () => {

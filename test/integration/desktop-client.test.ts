@@ -258,6 +258,23 @@ describe('reference desktop client', () => {
       expect(gateway.results[0]).to.include({ act_id: 'act_3', helloCountAtArrival: 2 });
     });
 
+    it('runs an act sent again under the same act_id once, and answers the repeat with the same result', async () => {
+      const { client, lines } = makeClient();
+      await client.start();
+      gateway.actOne({ task_id: 'task_1', act_id: 'act_4', action: { type: 'key', keys: 'cmd+space' } });
+      await waitFor(() => gateway.results.length === 1, 'the result');
+      // After a reconnect the service sends the act it still waits for: pressing the keys again
+      // would close Spotlight.
+      gateway.actOne({ task_id: 'task_1', act_id: 'act_4', action: { type: 'key', keys: 'cmd+space' } });
+      await waitFor(() => gateway.results.length === 2, 'the repeated result');
+      const [first, again] = gateway.results;
+      expect(again).to.include({ task_id: 'task_1', act_id: 'act_4' });
+      expect(again!.result.observation).to.deep.equal(first!.result.observation);
+      expect(client.computer.inspect().focused_app).to.equal('Spotlight');
+      expect(lines.filter((line) => line.event === 'act')).to.have.length(1);
+      expect(lines.filter((line) => line.event === 'act_repeated')).to.have.length(1);
+    });
+
     it('prints the service refusing a result', async () => {
       gateway.resultReply = () => ({ ok: false, message: 'That action is no longer awaited' });
       const { client, lines } = makeClient();
