@@ -1,4 +1,4 @@
-import type { Knex } from './db/knex';
+import { runPrepared, type Knex, type PreparedStatement } from './db/knex';
 import { invalidRequest } from './errors';
 
 /** The spec's list envelope. */
@@ -54,5 +54,63 @@ export async function paginate<Row extends Record<string, unknown>, T>(
     data: pageRows.map(toObject),
     has_more: hasMore,
     next_cursor: hasMore && last ? encodeCursor(Number(last[seqColumn.split('.').pop()!])) : null,
+  };
+}
+
+/** What `preparedPage` reads: the org's rows of `table`, newest first by `seqColumn`. */
+export interface PagedTable {
+  table: string;
+  /** The columns read, named (a prepared `select *` fails once a migration adds a column under a running process). */
+  columns: readonly string[];
+  seqColumn?: string;
+}
+
+/** The statement of each list's shape: its table, the filters given, with or without a cursor. */
+const pageStatements = new Map<string, PreparedStatement>();
+
+function pageStatement(spec: PagedTable, filters: string[], withCursor: boolean): PreparedStatement {
+  const seq = spec.seqColumn ?? 'seq';
+  const key = `${spec.table}:${filters.join(',')}:${withCursor}`;
+  let statement = pageStatements.get(key);
+  if (!statement) {
+    for (const name of [spec.table, seq, ...spec.columns, ...filters]) if (!/^[a-z_]+$/.test(name)) throw new Error(`not a column or table name: ${name}`);
+    const conditions = ['org_id = $1', ...filters.map((column, i) => `"${column}" = $${i + 2}`)];
+    if (withCursor) conditions.push(`"${seq}" < $${filters.length + 2}`);
+    statement = {
+      name: `page-${pageStatements.size + 1}`,
+      text: `select ${spec.columns.map((column) => `"${column}"`).join(', ')} from ${spec.table}
+              where ${conditions.join(' and ')} order by "${seq}" desc limit $${conditions.length + 1}`,
+    };
+    pageStatements.set(key, statement);
+  }
+  return statement;
+}
+
+/**
+ * The same page as `paginate`, read with one prepared statement per shape of list (which
+ * filters are set, whether a cursor is): PostgreSQL plans it once per connection, and Knex's
+ * query building (more CPU than the read itself for a first page) is skipped. For the lists
+ * the API reads most; `filters` are equality conditions on columns, undefined ones left out.
+ * `spec.columns` must include the sequence column.
+ */
+export async function preparedPage<Row extends Record<string, unknown>, T>(
+  db: Knex,
+  spec: PagedTable,
+  orgId: string,
+  filters: Record<string, string | undefined>,
+  page: PageRequest,
+  toObject: (row: Row) => T,
+): Promise<Page<T>> {
+  const given = Object.entries(filters).filter((entry): entry is [string, string] => entry[1] !== undefined);
+  const cursor = page.cursor === null ? [] : [decodeCursor(page.cursor)];
+  const statement = pageStatement(spec, given.map(([column]) => column), cursor.length > 0);
+  const rows = await runPrepared<Row>(db, statement, [orgId, ...given.map(([, value]) => value), ...cursor, page.limit + 1]);
+  const hasMore = rows.length > page.limit;
+  const pageRows = hasMore ? rows.slice(0, page.limit) : rows;
+  const last = pageRows[pageRows.length - 1];
+  return {
+    data: pageRows.map(toObject),
+    has_more: hasMore,
+    next_cursor: hasMore && last ? encodeCursor(Number(last[spec.seqColumn ?? 'seq'])) : null,
   };
 }

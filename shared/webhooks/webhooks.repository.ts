@@ -1,4 +1,4 @@
-import type { Knex } from '../db/knex';
+import { isTransaction, runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { TEST_EVENT_TYPE } from './webhook-events';
 
 /**
@@ -61,7 +61,14 @@ export interface DeliveryTarget {
   secret: string | null;
 }
 
+const readEndpointStatement: PreparedStatement = {
+  name: 'webhook-endpoint',
+  text: 'select org_id, url, events, secret, secret_created_at, created_at, updated_at from webhook_endpoints where org_id = $1',
+};
+
+/** The org's endpoint row, null when it has none. Outside a transaction (the API's read) one prepared statement. */
 export async function findEndpoint(db: Db, orgId: string): Promise<EndpointRow | null> {
+  if (!isTransaction(db)) return (await runPrepared<EndpointRow>(db, readEndpointStatement, [orgId]))[0] ?? null;
   return ((await db('webhook_endpoints').where({ org_id: orgId }).first()) as EndpointRow | undefined) ?? null;
 }
 
