@@ -1,4 +1,5 @@
-import { runPrepared, type Knex, type PreparedStatement } from './db/knex';
+import type { Knex } from './db/knex';
+import { listReader, type ListParameter } from './db/batched-reads';
 import { invalidRequest } from './errors';
 
 /** The spec's list envelope. */
@@ -65,33 +66,32 @@ export interface PagedTable {
   seqColumn?: string;
 }
 
-/** The statement of each list's shape: its table, the filters given, with or without a cursor. */
-const pageStatements = new Map<string, PreparedStatement>();
-
-function pageStatement(spec: PagedTable, filters: string[], withCursor: boolean): PreparedStatement {
+/** The query of one shape of list (its table, the filters given, with or without a cursor), for a `ListReader`. */
+function pageQuery(spec: PagedTable, filters: string[], withCursor: boolean): { name: string; parameters: ListParameter[]; query: string } {
   const seq = spec.seqColumn ?? 'seq';
-  const key = `${spec.table}:${filters.join(',')}:${withCursor}`;
-  let statement = pageStatements.get(key);
-  if (!statement) {
-    for (const name of [spec.table, seq, ...spec.columns, ...filters]) if (!/^[a-z_]+$/.test(name)) throw new Error(`not a column or table name: ${name}`);
-    const conditions = ['org_id = $1', ...filters.map((column, i) => `"${column}" = $${i + 2}`)];
-    if (withCursor) conditions.push(`"${seq}" < $${filters.length + 2}`);
-    statement = {
-      name: `page-${pageStatements.size + 1}`,
-      text: `select ${spec.columns.map((column) => `"${column}"`).join(', ')} from ${spec.table}
-              where ${conditions.join(' and ')} order by "${seq}" desc limit $${conditions.length + 1}`,
-    };
-    pageStatements.set(key, statement);
-  }
-  return statement;
+  for (const name of [spec.table, seq, ...spec.columns, ...filters]) if (!/^[a-z_]+$/.test(name)) throw new Error(`not a column or table name: ${name}`);
+  const conditions = ['org_id = k.org_id', ...filters.map((column) => `"${column}" = k.f_${column}`)];
+  if (withCursor) conditions.push(`"${seq}" < k.before`);
+  return {
+    name: `page:${spec.table}:${filters.join(',')}:${withCursor ? 'after' : 'first'}`,
+    parameters: [
+      { name: 'org_id', type: 'text' },
+      ...filters.map((column) => ({ name: `f_${column}`, type: 'text' as const })),
+      ...(withCursor ? [{ name: 'before', type: 'bigint' as const }] : []),
+      { name: 'lim', type: 'integer' },
+    ],
+    query: `select ${spec.columns.map((column) => `"${column}"`).join(', ')} from ${spec.table}
+             where ${conditions.join(' and ')} order by "${seq}" desc limit k.lim`,
+  };
 }
 
 /**
  * The same page as `paginate`, read with one prepared statement per shape of list (which
- * filters are set, whether a cursor is): PostgreSQL plans it once per connection, and Knex's
- * query building (more CPU than the read itself for a first page) is skipped. For the lists
- * the API reads most; `filters` are equality conditions on columns, undefined ones left out.
- * `spec.columns` must include the sequence column.
+ * filters are set, whether a cursor is), and with the other reads of that shape made in the
+ * same turn of the event loop (shared/db/batched-reads.ts): one round trip for them all,
+ * planned once per connection, without Knex's query building (more CPU than the read itself
+ * for a first page). For the lists the API reads most; `filters` are equality conditions on
+ * text columns, undefined ones left out. `spec.columns` must include the sequence column.
  */
 export async function preparedPage<Row extends Record<string, unknown>, T>(
   db: Knex,
@@ -103,8 +103,9 @@ export async function preparedPage<Row extends Record<string, unknown>, T>(
 ): Promise<Page<T>> {
   const given = Object.entries(filters).filter((entry): entry is [string, string] => entry[1] !== undefined);
   const cursor = page.cursor === null ? [] : [decodeCursor(page.cursor)];
-  const statement = pageStatement(spec, given.map(([column]) => column), cursor.length > 0);
-  const rows = await runPrepared<Row>(db, statement, [orgId, ...given.map(([, value]) => value), ...cursor, page.limit + 1]);
+  const shape = pageQuery(spec, given.map(([column]) => column), cursor.length > 0);
+  const reader = listReader<Row>(db, shape.name, shape.parameters, shape.query);
+  const rows = await reader.read([orgId, ...given.map(([, value]) => value), ...cursor, page.limit + 1]);
   const hasMore = rows.length > page.limit;
   const pageRows = hasMore ? rows.slice(0, page.limit) : rows;
   const last = pageRows[pageRows.length - 1];

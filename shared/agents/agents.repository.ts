@@ -3,7 +3,8 @@
  * flag, draft) and `agent_versions` (each published config, whole). Callers pass the
  * transaction; locking is explicit (`forUpdate`).
  */
-import { isTransaction, runPrepared, type Knex, type PreparedStatement } from '../db/knex';
+import { isTransaction, type Knex } from '../db/knex';
+import { keyedReader, listReader, type KeyedRead, type ListParameter } from '../db/batched-reads';
 import type { Actor } from '../audit/actor';
 
 type Db = Knex | Knex.Transaction;
@@ -65,13 +66,18 @@ const columnsOf = (alias: string, columns: readonly string[]) => columns.map((co
 const WITH_CONFIG_SQL = `select ${columnsOf('a', AGENT_COLUMNS)}, v.config as published_config
    from agents a join agent_versions v on v.org_id = a.org_id and v.agent_id = a.agent_id and v.version = a.version`;
 
-const readAgentStatement: PreparedStatement = { name: 'agent-with-config', text: `${WITH_CONFIG_SQL} where a.org_id = $1 and a.agent_id = $2` };
-const listAgentsStatement: PreparedStatement = { name: 'agents-with-config', text: `${WITH_CONFIG_SQL} where a.org_id = $1 order by a.seq desc` };
+const AGENT_WITH_CONFIG: KeyedRead = {
+  name: 'agents-with-config-by-id',
+  table: 'agents',
+  columns: AGENT_COLUMNS,
+  idColumn: 'agent_id',
+  joined: { select: 'v.config as published_config', join: 'join agent_versions v on v.org_id = t.org_id and v.agent_id = t.agent_id and v.version = t.version' },
+};
 
 /**
  * The agent with its published config; `forUpdate` locks the agent row until the transaction
- * ends (pass a transaction). Outside a transaction (the API's reads) one prepared statement:
- * planned once per connection, without Knex's query building.
+ * ends (pass a transaction). Outside a transaction (the API's reads) one prepared statement with
+ * the other reads of agents of the same turn (shared/db/batched-reads.ts).
  */
 export async function findAgent(
   db: Db,
@@ -79,7 +85,7 @@ export async function findAgent(
   agentId: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<AgentWithConfigRow | undefined> {
-  if (!isTransaction(db)) return (await runPrepared<AgentWithConfigRow>(db, readAgentStatement, [orgId, agentId]))[0];
+  if (!isTransaction(db)) return keyedReader<AgentWithConfigRow>(db, AGENT_WITH_CONFIG).read(orgId, agentId);
   if (options.forUpdate) {
     // Lock the agent row on its own first. Locking through the join would not do: when the
     // lock is granted after another publish, PostgreSQL re-checks the new agent row against the
@@ -93,7 +99,7 @@ export async function findAgent(
 
 /** Every agent of the org with its published config, newest first. */
 export async function listAgents(db: Knex, orgId: string): Promise<AgentWithConfigRow[]> {
-  return runPrepared<AgentWithConfigRow>(db, listAgentsStatement, [orgId]);
+  return listReader<AgentWithConfigRow>(db, 'agents-with-config', [{ name: 'org_id', type: 'text' }], `${WITH_CONFIG_SQL} where a.org_id = k.org_id order by a.seq desc`).read([orgId]);
 }
 
 export async function findDefaultAgentId(db: Db, orgId: string): Promise<string | null> {
@@ -179,22 +185,30 @@ export async function findVersion(db: Db, orgId: string, agentId: string, versio
   return (await db('agent_versions').where({ org_id: orgId, agent_id: agentId, version }).first()) as VersionRow | undefined;
 }
 
-const versionsPage = (withCursor: boolean): PreparedStatement => ({
+const versionsPage = (withCursor: boolean) => ({
   name: `agent-versions-page${withCursor ? '-after' : ''}`,
-  text: `select a.version as published_version, ${columnsOf('v', VERSION_COLUMNS)}
+  parameters: [
+    { name: 'org_id', type: 'text' },
+    { name: 'agent_id', type: 'text' },
+    { name: 'lim', type: 'integer' },
+    ...(withCursor ? [{ name: 'before', type: 'bigint' }] : []),
+  ] as ListParameter[],
+  query: `select a.version as published_version, ${columnsOf('v', VERSION_COLUMNS)}
        from agents a
        left join lateral (
          select ${columnsOf('x', VERSION_COLUMNS)} from agent_versions x
-          where x.org_id = a.org_id and x.agent_id = a.agent_id ${withCursor ? 'and x.version < $4' : ''}
-          order by x.version desc limit $3
+          where x.org_id = a.org_id and x.agent_id = a.agent_id ${withCursor ? 'and x.version < k.before' : ''}
+          order by x.version desc limit k.lim
        ) v on true
-      where a.org_id = $1 and a.agent_id = $2`,
+      where a.org_id = k.org_id and a.agent_id = k.agent_id
+      order by v.version desc`,
 });
 const versionsPageStatements = { first: versionsPage(false), after: versionsPage(true) };
 
 /**
  * One page of an agent's versions, newest first (`limit` rows, pass one more than the page to
- * learn whether there are more), with the agent's published version, in one statement.
+ * learn whether there are more), with the agent's published version, in one statement (shared
+ * with the other such reads of the same turn, shared/db/batched-reads.ts).
  * Undefined when the org has no such agent.
  */
 export async function readVersionsPage(
@@ -204,8 +218,9 @@ export async function readVersionsPage(
   beforeVersion: number | null,
   limit: number,
 ): Promise<{ published: number; versions: VersionRow[] } | undefined> {
-  const statement = beforeVersion === null ? versionsPageStatements.first : versionsPageStatements.after;
-  const rows = await runPrepared<VersionRow & { published_version: number }>(db, statement, beforeVersion === null ? [orgId, agentId, limit] : [orgId, agentId, limit, beforeVersion]);
+  const shape = beforeVersion === null ? versionsPageStatements.first : versionsPageStatements.after;
+  const reader = listReader<VersionRow & { published_version: number }>(db, shape.name, shape.parameters, shape.query);
+  const rows = await reader.read(beforeVersion === null ? [orgId, agentId, limit] : [orgId, agentId, limit, beforeVersion]);
   if (rows.length === 0) return undefined;
   // An agent without versions on this page still comes back once, its version columns null.
   return { published: rows[0]!.published_version, versions: rows.filter((row) => row.version !== null).map(({ published_version: _, ...version }) => version) };

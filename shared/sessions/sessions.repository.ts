@@ -1,4 +1,5 @@
-import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
+import type { Knex } from '../db/knex';
+import { keyedReader } from '../db/batched-reads';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
 
@@ -67,14 +68,9 @@ export const SESSION_OBJECT_COLUMNS = [
 ] as const;
 export type SessionObjectRow = Pick<SessionRow, (typeof SESSION_OBJECT_COLUMNS)[number]>;
 
-const readSessionObjectStatement: PreparedStatement = {
-  name: 'session-object',
-  text: `select ${SESSION_OBJECT_COLUMNS.map((column) => `"${column}"`).join(', ')} from sessions where code = $1 and org_id = $2`,
-};
-
-/** The org's session as its API object needs it, with one prepared statement (a read the API serves often). */
-export async function readSessionObject(db: Knex, orgId: string, code: string): Promise<SessionObjectRow | undefined> {
-  return (await runPrepared<SessionObjectRow>(db, readSessionObjectStatement, [code, orgId]))[0];
+/** The org's session as its API object needs it, with the other reads of sessions of the same turn in one prepared statement. */
+export function readSessionObject(db: Knex, orgId: string, code: string): Promise<SessionObjectRow | undefined> {
+  return keyedReader<SessionObjectRow>(db, { name: 'session-objects', table: 'sessions', columns: SESSION_OBJECT_COLUMNS, idColumn: 'code' }).read(orgId, code);
 }
 
 export function listSessions<T>(db: Knex, orgId: string, filter: SessionFilter, page: PageRequest, toObject: (row: SessionObjectRow) => T): Promise<Page<T>> {

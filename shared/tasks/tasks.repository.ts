@@ -1,4 +1,5 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
+import { keyedReader, listReader, type ListParameter } from '../db/batched-reads';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { DesktopAction, Observation } from '../desktop/protocol';
 import type { AgentConfig } from '../agents/agent-config';
@@ -60,8 +61,6 @@ export const TASK_OBJECT_COLUMNS = [
   'pending', 'cursor', 'metadata', 'created_at', 'updated_at', 'active_ms', 'running_since', 'billed_minutes', 'frames',
 ] as const;
 export type TaskObjectRow = Pick<TaskRow, (typeof TASK_OBJECT_COLUMNS)[number]>;
-const TASK_OBJECT_COLUMNS_SQL = TASK_OBJECT_COLUMNS.map((column) => `"${column}"`).join(', ');
-
 const JSON_COLUMNS = new Set(['agent_config', 'metadata', 'pending', 'queued_actions', 'turn_results', 'last_outcome', 'model_state', 'observation', 'guard_state']);
 
 function toDbValues(values: Partial<TaskRow>): Record<string, unknown> {
@@ -81,18 +80,14 @@ export async function findTask(db: Db, orgId: string, id: string): Promise<TaskR
   return db<TaskRow>('tasks').where({ org_id: orgId, id }).first();
 }
 
-const readTaskObjectStatement: PreparedStatement = {
-  name: 'task-object',
-  text: `select ${TASK_OBJECT_COLUMNS_SQL} from tasks where id = $1 and org_id = $2`,
-};
-
 /**
- * The org's task as its API object needs it: those columns only, one prepared statement. A
- * running task's row carries several kilobytes of the loop's JSON state (model state, the last
- * observation, guard state) that a read would otherwise fetch and parse for nothing.
+ * The org's task as its API object needs it: those columns only, with the other reads of tasks
+ * of the same turn in one prepared statement (shared/db/batched-reads.ts). A running task's row
+ * carries several kilobytes of the loop's JSON state (model state, the last observation, guard
+ * state) that a read would otherwise fetch and parse for nothing.
  */
-export async function readTaskObject(db: Knex, orgId: string, id: string): Promise<TaskObjectRow | undefined> {
-  return (await runPrepared<TaskObjectRow>(db, readTaskObjectStatement, [id, orgId]))[0];
+export function readTaskObject(db: Knex, orgId: string, id: string): Promise<TaskObjectRow | undefined> {
+  return keyedReader<TaskObjectRow>(db, { name: 'task-objects', table: 'tasks', columns: TASK_OBJECT_COLUMNS, idColumn: 'id' }).read(orgId, id);
 }
 
 /** By id alone: workers and the desktop gateway do not act for an org. */
@@ -272,24 +267,31 @@ export async function updateTaskIfUnchanged(db: Knex, id: string, version: strin
 }
 
 
-const readTaskAndEventsStatement: PreparedStatement = {
-  name: 'task-and-events-after',
-  text: `select ${TASK_OBJECT_COLUMNS.map((column) => `t."${column}"`).join(', ')}, coalesce(e.events, '[]'::json) as events
+const TASK_AND_EVENTS_AFTER = {
+  parameters: [
+    { name: 'after', type: 'bigint' },
+    { name: 'lim', type: 'integer' },
+    { name: 'task_id', type: 'text' },
+    { name: 'org_id', type: 'text' },
+  ] as ListParameter[],
+  query: `select ${TASK_OBJECT_COLUMNS.map((column) => `t."${column}"`).join(', ')}, coalesce(e.events, '[]'::json) as events
        from tasks t
        left join lateral (
          select json_agg(x order by x.cursor) as events
-           from (select cursor, type, message, data, ts from task_events where task_id = t.id and cursor > $1 order by cursor limit $2) x
-       ) e on t.cursor > $1
-      where t.id = $3 and t.org_id = $4`,
+           from (select cursor, type, message, data, ts from task_events where task_id = t.id and cursor > k.after order by cursor limit k.lim) x
+       ) e on t.cursor > k.after
+      where t.id = k.task_id and t.org_id = k.org_id`,
 };
 
 /**
  * What a follower reads, in one statement: the org's task (its object's columns) and up to
- * `limit` events after `after`. Undefined when the org has no such task. Prepared: every poll
- * of every follower runs it.
+ * `limit` events after `after`. Undefined when the org has no such task. Every poll of every
+ * follower runs it: prepared, and shared with the other followers' reads of the same turn
+ * (shared/db/batched-reads.ts).
  */
 export async function readTaskAndEventsAfter(db: Knex, orgId: string, taskId: string, after: number, limit: number): Promise<{ row: TaskObjectRow; events: TaskEventRow[] } | undefined> {
-  const rows = await runPrepared<TaskObjectRow & { events: Array<Omit<TaskEventRow, 'ts' | 'task_id'> & { ts: string }> }>(db, readTaskAndEventsStatement, [after, limit, taskId, orgId]);
+  const reader = listReader<TaskObjectRow & { events: Array<Omit<TaskEventRow, 'ts' | 'task_id'> & { ts: string }> }>(db, 'task-and-events-after', TASK_AND_EVENTS_AFTER.parameters, TASK_AND_EVENTS_AFTER.query);
+  const rows = await reader.read([after, limit, taskId, orgId]);
   const found = rows[0];
   if (!found) return undefined;
   const { events, ...row } = found;
