@@ -3,7 +3,8 @@
  * flag, draft) and `agent_versions` (each published config, whole). Callers pass the
  * transaction; locking is explicit (`forUpdate`).
  */
-import type { Knex } from '../db/knex';
+import { isTransaction, type Knex } from '../db/knex';
+import { keyedReader, listReader, type KeyedRead, type ListParameter } from '../db/batched-reads';
 import type { Actor } from '../audit/actor';
 
 type Db = Knex | Knex.Transaction;
@@ -55,13 +56,36 @@ function withConfig(db: Db) {
     .select('a.*', 'v.config as published_config');
 }
 
-/** The agent with its published config; `forUpdate` locks the agent row until the transaction ends (pass a transaction). */
+/** The columns of `agents`, named for prepared statements (a prepared `select *` fails once a migration adds a column). */
+const AGENT_COLUMNS = [
+  'seq', 'org_id', 'agent_id', 'version', 'is_default', 'draft', 'draft_based_on_version', 'draft_restored_from_version',
+  'draft_saved_at', 'draft_saved_by', 'created_at', 'created_by', 'updated_at', 'updated_by',
+] as const;
+const VERSION_COLUMNS = ['org_id', 'agent_id', 'version', 'config', 'origin', 'based_on_version', 'restored_from_version', 'undone_versions', 'created_at', 'created_by'] as const;
+const columnsOf = (alias: string, columns: readonly string[]) => columns.map((column) => `${alias}."${column}"`).join(', ');
+const WITH_CONFIG_SQL = `select ${columnsOf('a', AGENT_COLUMNS)}, v.config as published_config
+   from agents a join agent_versions v on v.org_id = a.org_id and v.agent_id = a.agent_id and v.version = a.version`;
+
+const AGENT_WITH_CONFIG: KeyedRead = {
+  name: 'agents-with-config-by-id',
+  table: 'agents',
+  columns: AGENT_COLUMNS,
+  idColumn: 'agent_id',
+  joined: { select: 'v.config as published_config', join: 'join agent_versions v on v.org_id = t.org_id and v.agent_id = t.agent_id and v.version = t.version' },
+};
+
+/**
+ * The agent with its published config; `forUpdate` locks the agent row until the transaction
+ * ends (pass a transaction). Outside a transaction (the API's reads) one prepared statement with
+ * the other reads of agents of the same turn (shared/db/batched-reads.ts).
+ */
 export async function findAgent(
   db: Db,
   orgId: string,
   agentId: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<AgentWithConfigRow | undefined> {
+  if (!isTransaction(db)) return keyedReader<AgentWithConfigRow>(db, AGENT_WITH_CONFIG).read(orgId, agentId);
   if (options.forUpdate) {
     // Lock the agent row on its own first. Locking through the join would not do: when the
     // lock is granted after another publish, PostgreSQL re-checks the new agent row against the
@@ -74,8 +98,8 @@ export async function findAgent(
 }
 
 /** Every agent of the org with its published config, newest first. */
-export async function listAgents(db: Db, orgId: string): Promise<AgentWithConfigRow[]> {
-  return (await withConfig(db).where({ 'a.org_id': orgId }).orderBy('a.seq', 'desc')) as AgentWithConfigRow[];
+export async function listAgents(db: Knex, orgId: string): Promise<AgentWithConfigRow[]> {
+  return listReader<AgentWithConfigRow>(db, 'agents-with-config', [{ name: 'org_id', type: 'text' }], `${WITH_CONFIG_SQL} where a.org_id = k.org_id order by a.seq desc`).read([orgId]);
 }
 
 export async function findDefaultAgentId(db: Db, orgId: string): Promise<string | null> {
@@ -161,7 +185,43 @@ export async function findVersion(db: Db, orgId: string, agentId: string, versio
   return (await db('agent_versions').where({ org_id: orgId, agent_id: agentId, version }).first()) as VersionRow | undefined;
 }
 
-/** The query of an agent's versions, for `paginate` (ordered by `version`, newest first). */
-export function versionsQuery(db: Db, orgId: string, agentId: string): Knex.QueryBuilder {
-  return db('agent_versions').where({ org_id: orgId, agent_id: agentId });
+const versionsPage = (withCursor: boolean) => ({
+  name: `agent-versions-page${withCursor ? '-after' : ''}`,
+  parameters: [
+    { name: 'org_id', type: 'text' },
+    { name: 'agent_id', type: 'text' },
+    { name: 'lim', type: 'integer' },
+    ...(withCursor ? [{ name: 'before', type: 'bigint' }] : []),
+  ] as ListParameter[],
+  query: `select a.version as published_version, ${columnsOf('v', VERSION_COLUMNS)}
+       from agents a
+       left join lateral (
+         select ${columnsOf('x', VERSION_COLUMNS)} from agent_versions x
+          where x.org_id = a.org_id and x.agent_id = a.agent_id ${withCursor ? 'and x.version < k.before' : ''}
+          order by x.version desc limit k.lim
+       ) v on true
+      where a.org_id = k.org_id and a.agent_id = k.agent_id
+      order by v.version desc`,
+});
+const versionsPageStatements = { first: versionsPage(false), after: versionsPage(true) };
+
+/**
+ * One page of an agent's versions, newest first (`limit` rows, pass one more than the page to
+ * learn whether there are more), with the agent's published version, in one statement (shared
+ * with the other such reads of the same turn, shared/db/batched-reads.ts).
+ * Undefined when the org has no such agent.
+ */
+export async function readVersionsPage(
+  db: Knex,
+  orgId: string,
+  agentId: string,
+  beforeVersion: number | null,
+  limit: number,
+): Promise<{ published: number; versions: VersionRow[] } | undefined> {
+  const shape = beforeVersion === null ? versionsPageStatements.first : versionsPageStatements.after;
+  const reader = listReader<VersionRow & { published_version: number }>(db, shape.name, shape.parameters, shape.query);
+  const rows = await reader.read(beforeVersion === null ? [orgId, agentId, limit] : [orgId, agentId, limit, beforeVersion]);
+  if (rows.length === 0) return undefined;
+  // An agent without versions on this page still comes back once, its version columns null.
+  return { published: rows[0]!.published_version, versions: rows.filter((row) => row.version !== null).map(({ published_version: _, ...version }) => version) };
 }

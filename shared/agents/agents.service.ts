@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
 import { conflict, invalidRequest, notFound } from '../errors';
-import { paginate, PG_INTEGER_MAX, type Page, type PageRequest } from '../pagination';
+import { decodeCursor, encodeCursor, PG_INTEGER_MAX, type Page, type PageRequest } from '../pagination';
 import type { Guardrails } from '../guardrails/guardrails.types';
 import { checkUrlForRegistration, type HostResolver } from '../http/address-policy';
 import {
@@ -30,7 +30,7 @@ import {
   listAgents,
   lockOrg,
   updateAgent,
-  versionsQuery,
+  readVersionsPage,
   type AgentWithConfigRow,
   type VersionOrigin,
   type VersionRow,
@@ -353,14 +353,15 @@ export class AgentService {
 
   /** The agent's published versions, newest first. */
   async listVersions(orgId: string, agentId: string, page: PageRequest): Promise<Page<AgentVersionObject>> {
-    const row = await this.load(this.deps.db, orgId, agentId);
-    return paginate<VersionRow, AgentVersionObject>(
-      versionsQuery(this.deps.db, orgId, agentId),
-      page,
-      (version) => this.toVersion(version, row.version),
-      'version',
-      PG_INTEGER_MAX,
-    );
+    const found = await readVersionsPage(this.deps.db, orgId, agentId, page.cursor === null ? null : decodeCursor(page.cursor, PG_INTEGER_MAX), page.limit + 1);
+    if (!found) throw notFound(`No agent ${agentId}`);
+    const hasMore = found.versions.length > page.limit;
+    const versions = hasMore ? found.versions.slice(0, page.limit) : found.versions;
+    return {
+      data: versions.map((version) => this.toVersion(version, found.published)),
+      has_more: hasMore,
+      next_cursor: hasMore ? encodeCursor(versions[versions.length - 1]!.version) : null,
+    };
   }
 
   /** One published version; 404 when it does not exist. */

@@ -1,6 +1,6 @@
 import type { Knex } from '../db/knex';
 import { newId } from '../ids';
-import { paginate, type Page, type PageRequest } from '../pagination';
+import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { Actor } from './actor';
 
 export interface AuditEntryInput {
@@ -72,10 +72,16 @@ export interface AuditFilter {
   action?: string;
 }
 
+const AUDIT_COLUMNS = ['seq', 'id', 'actor', 'action', 'object_type', 'object_id', 'data', 'request_id', 'created_at'] as const;
+
+/** A page of the org's audit log, newest first, with one prepared statement per shape of filter. */
 export function listAudit(db: Knex, orgId: string, filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>> {
-  const query = db('audit_log').where({ org_id: orgId });
-  if (filter.objectType) query.where({ object_type: filter.objectType });
-  if (filter.objectId) query.where({ object_id: filter.objectId });
-  if (filter.action) query.where({ action: filter.action });
-  return paginate<AuditRow, AuditEntry>(query, page, toEntry);
+  return preparedPage<AuditRow, AuditEntry>(
+    db,
+    { table: 'audit_log', columns: AUDIT_COLUMNS },
+    orgId,
+    { object_type: filter.objectType || undefined, object_id: filter.objectId || undefined, action: filter.action || undefined },
+    page,
+    toEntry,
+  );
 }

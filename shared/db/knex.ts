@@ -23,17 +23,25 @@ export interface PreparedStatement {
  * Runs a prepared statement on a connection from `db`'s pool, straight through pg: PostgreSQL
  * parses and plans it once per connection (on the agent loop's writes, planning cost more than
  * the write), and Knex's query building and runner (about 0.1 ms each here) are skipped. For the
- * agent loop's per-step writes only: outside any transaction, and unseen by Knex's query events.
- * The statement must name its result columns (a prepared `select *` fails once a migration adds
- * a column under a running process).
+ * agent loop's per-step writes and the API's most frequent reads (docs/benchmarks.md, reads):
+ * outside any transaction. Knex's `query` listeners hear it as they hear Knex's own. The
+ * statement must name its result columns (a prepared `select *` fails once a migration adds a column under a running
+ * process).
  */
 export async function runPrepared<R>(db: Knex, statement: PreparedStatement, values: unknown[]): Promise<R[]> {
   const connection = (await db.client.acquireConnection()) as pg.Client;
+  // Seen by Knex's query listeners like any other statement (what counts or logs statements).
+  if (db.listenerCount('query') > 0) db.client.emit('query', { sql: statement.text, bindings: values, method: 'raw', name: statement.name });
   try {
     return (await connection.query<R & pg.QueryResultRow>({ name: statement.name, text: statement.text, values })).rows;
   } finally {
     await db.client.releaseConnection(connection);
   }
+}
+
+/** Whether `db` is a transaction (its statements must run on its connection) rather than the pool. */
+export function isTransaction(db: Knex | Knex.Transaction): db is Knex.Transaction {
+  return (db as Knex.Transaction).isTransaction === true;
 }
 
 const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'migrations');

@@ -1,5 +1,6 @@
 import type { Knex } from '../db/knex';
-import { paginate, type Page, type PageRequest } from '../pagination';
+import { keyedReader } from '../db/batched-reads';
+import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
 
 export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
@@ -61,11 +62,26 @@ export interface SessionFilter {
   agentId?: string;
 }
 
-export function listSessions<T>(db: Knex, orgId: string, filter: SessionFilter, page: PageRequest, toObject: (row: SessionRow) => T): Promise<Page<T>> {
-  const query = db('sessions').where({ org_id: orgId });
-  if (filter.status) query.where({ status: filter.status });
-  if (filter.agentId) query.where({ agent_id: filter.agentId });
-  return paginate<SessionRow, T>(query, page, toObject);
+/** The columns the API's Session object is made of (not the token's hash, the capabilities, the epoch). */
+export const SESSION_OBJECT_COLUMNS = [
+  'seq', 'code', 'org_id', 'agent_id', 'invite_url', 'status', 'device', 'metadata', 'created_at', 'paired_at', 'last_active_at', 'expires_at', 'task_count', 'latest_task_id',
+] as const;
+export type SessionObjectRow = Pick<SessionRow, (typeof SESSION_OBJECT_COLUMNS)[number]>;
+
+/** The org's session as its API object needs it, with the other reads of sessions of the same turn in one prepared statement. */
+export function readSessionObject(db: Knex, orgId: string, code: string): Promise<SessionObjectRow | undefined> {
+  return keyedReader<SessionObjectRow>(db, { name: 'session-objects', table: 'sessions', columns: SESSION_OBJECT_COLUMNS, idColumn: 'code' }).read(orgId, code);
+}
+
+export function listSessions<T>(db: Knex, orgId: string, filter: SessionFilter, page: PageRequest, toObject: (row: SessionObjectRow) => T): Promise<Page<T>> {
+  return preparedPage<SessionObjectRow, T>(
+    db,
+    { table: 'sessions', columns: SESSION_OBJECT_COLUMNS },
+    orgId,
+    { status: filter.status || undefined, agent_id: filter.agentId || undefined },
+    page,
+    toObject,
+  );
 }
 
 /**

@@ -21,6 +21,8 @@ import {
   findSessionsAwayWithTask,
   insertSession,
   listSessions,
+  readSessionObject,
+  type SessionObjectRow,
   updateSession,
   type SessionFilter,
   type SessionRow,
@@ -47,7 +49,7 @@ export interface Session {
   latest_task_id: string | null;
 }
 
-export function toSession(row: SessionRow): Session {
+export function toSession(row: SessionObjectRow): Session {
   return {
     object: 'session',
     session_id: row.code,
@@ -178,7 +180,9 @@ export class SessionsService {
   }
 
   async get(orgId: string, code: string): Promise<Session> {
-    return toSession(await this.getRow(orgId, code));
+    const row = await readSessionObject(this.deps.db, orgId, code);
+    if (!row) throw notFound(`No session ${code}`);
+    return toSession(row);
   }
 
   async getRow(orgId: string, code: string): Promise<SessionRow> {

@@ -1,5 +1,6 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
-import { paginate, type Page, type PageRequest } from '../pagination';
+import { keyedReader, listReader, type ListParameter } from '../db/batched-reads';
+import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { DesktopAction, Observation } from '../desktop/protocol';
 import type { AgentConfig } from '../agents/agent-config';
 import type { TurnOutcome, ActionOutcome } from '../models/model.types';
@@ -54,6 +55,12 @@ export interface TaskRow extends Record<string, unknown> {
   row_version?: string;
 }
 
+/** The columns the spec's Task object is made of (not the loop's working state). */
+export const TASK_OBJECT_COLUMNS = [
+  'id', 'org_id', 'session_id', 'agent_id', 'agent_version', 'agent_draft', 'request_id', 'status', 'prompt', 'result', 'error',
+  'pending', 'cursor', 'metadata', 'created_at', 'updated_at', 'active_ms', 'running_since', 'billed_minutes', 'frames',
+] as const;
+export type TaskObjectRow = Pick<TaskRow, (typeof TASK_OBJECT_COLUMNS)[number]>;
 const JSON_COLUMNS = new Set(['agent_config', 'metadata', 'pending', 'queued_actions', 'turn_results', 'last_outcome', 'model_state', 'observation', 'guard_state']);
 
 function toDbValues(values: Partial<TaskRow>): Record<string, unknown> {
@@ -71,6 +78,16 @@ export async function insertTask(db: Db, row: Partial<TaskRow>): Promise<TaskRow
 
 export async function findTask(db: Db, orgId: string, id: string): Promise<TaskRow | undefined> {
   return db<TaskRow>('tasks').where({ org_id: orgId, id }).first();
+}
+
+/**
+ * The org's task as its API object needs it: those columns only, with the other reads of tasks
+ * of the same turn in one prepared statement (shared/db/batched-reads.ts). A running task's row
+ * carries several kilobytes of the loop's JSON state (model state, the last observation, guard
+ * state) that a read would otherwise fetch and parse for nothing.
+ */
+export function readTaskObject(db: Knex, orgId: string, id: string): Promise<TaskObjectRow | undefined> {
+  return keyedReader<TaskObjectRow>(db, { name: 'task-objects', table: 'tasks', columns: TASK_OBJECT_COLUMNS, idColumn: 'id' }).read(orgId, id);
 }
 
 /** By id alone: workers and the desktop gateway do not act for an org. */
@@ -134,12 +151,16 @@ export interface TaskFilter {
   status?: TaskStatus;
 }
 
-export function listTasks<T>(db: Knex, orgId: string, filter: TaskFilter, page: PageRequest, toObject: (row: TaskRow) => T): Promise<Page<T>> {
-  const query = db('tasks').where({ org_id: orgId });
-  if (filter.sessionId) query.where({ session_id: filter.sessionId });
-  if (filter.agentId) query.where({ agent_id: filter.agentId });
-  if (filter.status) query.where({ status: filter.status });
-  return paginate<TaskRow, T>(query, page, toObject);
+/** A page of the org's tasks, newest first: their object's columns only (not the loop's working state). */
+export function listTasks<T>(db: Knex, orgId: string, filter: TaskFilter, page: PageRequest, toObject: (row: TaskObjectRow) => T): Promise<Page<T>> {
+  return preparedPage<TaskObjectRow & { seq: number }, T>(
+    db,
+    { table: 'tasks', columns: [...TASK_OBJECT_COLUMNS, 'seq'] },
+    orgId,
+    { session_id: filter.sessionId || undefined, agent_id: filter.agentId || undefined, status: filter.status || undefined },
+    page,
+    toObject,
+  );
 }
 
 /** Tasks that are queued or running and have not changed since `before`. */
@@ -245,30 +266,33 @@ export async function updateTaskIfUnchanged(db: Knex, id: string, version: strin
   return rows[0]?.row_version;
 }
 
-/** The columns the spec's Task object is made of (not the loop's working state). */
-export const TASK_OBJECT_COLUMNS = [
-  'id', 'org_id', 'session_id', 'agent_id', 'agent_version', 'agent_draft', 'request_id', 'status', 'prompt', 'result', 'error',
-  'pending', 'cursor', 'metadata', 'created_at', 'updated_at', 'active_ms', 'running_since', 'billed_minutes', 'frames',
-] as const;
-export type TaskObjectRow = Pick<TaskRow, (typeof TASK_OBJECT_COLUMNS)[number]>;
 
-/**
- * What a follower reads, in one statement: the org's task (its object's columns) and up to
- * `limit` events after `after`. Undefined when the org has no such task.
- */
-export async function readTaskAndEventsAfter(db: Knex, orgId: string, taskId: string, after: number, limit: number): Promise<{ row: TaskObjectRow; events: TaskEventRow[] } | undefined> {
-  const columns = TASK_OBJECT_COLUMNS.map((column) => `t."${column}"`).join(', ');
-  const result = await db.raw(
-    `select ${columns}, coalesce(e.events, '[]'::json) as events
+const TASK_AND_EVENTS_AFTER = {
+  parameters: [
+    { name: 'after', type: 'bigint' },
+    { name: 'lim', type: 'integer' },
+    { name: 'task_id', type: 'text' },
+    { name: 'org_id', type: 'text' },
+  ] as ListParameter[],
+  query: `select ${TASK_OBJECT_COLUMNS.map((column) => `t."${column}"`).join(', ')}, coalesce(e.events, '[]'::json) as events
        from tasks t
        left join lateral (
          select json_agg(x order by x.cursor) as events
-           from (select cursor, type, message, data, ts from task_events where task_id = t.id and cursor > ? order by cursor limit ?) x
-       ) e on t.cursor > ?
-      where t.id = ? and t.org_id = ?`,
-    [after, limit, after, taskId, orgId],
-  );
-  const found = result.rows[0] as (TaskObjectRow & { events: Array<Omit<TaskEventRow, 'ts' | 'task_id'> & { ts: string }> }) | undefined;
+           from (select cursor, type, message, data, ts from task_events where task_id = t.id and cursor > k.after order by cursor limit k.lim) x
+       ) e on t.cursor > k.after
+      where t.id = k.task_id and t.org_id = k.org_id`,
+};
+
+/**
+ * What a follower reads, in one statement: the org's task (its object's columns) and up to
+ * `limit` events after `after`. Undefined when the org has no such task. Every poll of every
+ * follower runs it: prepared, and shared with the other followers' reads of the same turn
+ * (shared/db/batched-reads.ts).
+ */
+export async function readTaskAndEventsAfter(db: Knex, orgId: string, taskId: string, after: number, limit: number): Promise<{ row: TaskObjectRow; events: TaskEventRow[] } | undefined> {
+  const reader = listReader<TaskObjectRow & { events: Array<Omit<TaskEventRow, 'ts' | 'task_id'> & { ts: string }> }>(db, 'task-and-events-after', TASK_AND_EVENTS_AFTER.parameters, TASK_AND_EVENTS_AFTER.query);
+  const rows = await reader.read([after, limit, taskId, orgId]);
+  const found = rows[0];
   if (!found) return undefined;
   const { events, ...row } = found;
   return { row, events: events.map((event) => ({ ...event, task_id: taskId, ts: new Date(event.ts) })) };

@@ -21,6 +21,7 @@ import {
   findTaskByRequestId,
   insertTask,
   listTasks,
+  readTaskObject,
   readTaskAndEventsAfter,
   type TaskObjectRow,
   readFrame,
@@ -305,7 +306,9 @@ export class TasksService {
   }
 
   async get(orgId: string, taskId: string): Promise<Task> {
-    return this.toTask(await this.getRow(orgId, taskId));
+    const row = await readTaskObject(this.deps.db, orgId, taskId);
+    if (!row) throw notFound(`No task ${taskId}`);
+    return this.toTask(row);
   }
 
   /** Diagnostics safe to share with support: steps, timings, model and backend, decisions. */

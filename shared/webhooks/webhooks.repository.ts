@@ -1,4 +1,5 @@
-import type { Knex } from '../db/knex';
+import { isTransaction, type Knex } from '../db/knex';
+import { listReader } from '../db/batched-reads';
 import { TEST_EVENT_TYPE } from './webhook-events';
 
 /**
@@ -61,7 +62,15 @@ export interface DeliveryTarget {
   secret: string | null;
 }
 
+/**
+ * The org's endpoint row, null when it has none. Outside a transaction (the API's read) one
+ * prepared statement, shared with the other such reads of the same turn (shared/db/batched-reads.ts).
+ */
 export async function findEndpoint(db: Db, orgId: string): Promise<EndpointRow | null> {
+  if (!isTransaction(db)) {
+    const reader = listReader<EndpointRow>(db, 'webhook-endpoint', [{ name: 'org_id', type: 'text' }], 'select org_id, url, events, secret, secret_created_at, created_at, updated_at from webhook_endpoints where org_id = k.org_id');
+    return (await reader.read([orgId]))[0] ?? null;
+  }
   return ((await db('webhook_endpoints').where({ org_id: orgId }).first()) as EndpointRow | undefined) ?? null;
 }
 
