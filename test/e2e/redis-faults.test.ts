@@ -147,14 +147,21 @@ describe('a task started while Redis is down', function () {
     await redis?.close();
   });
 
-  it('answers the queued task at once, keeps it, and runs it when Redis is back', async () => {
+  it('answers the queued task at once, keeps it, and runs it when Redis is back; an answer given meanwhile takes effect', async () => {
     const { service } = world;
     const { key } = await service.newOrg();
     expect((await service.api(key, 'PUT', '/v1/webhook', { url: receiver.url('/hooks') })).status).to.equal(200);
     const { code, client } = await connectDesktop(service, key);
     desktops.push(client);
+    const asker = await connectDesktop(service, key);
+    desktops.push(asker.client);
+    const asking = (await service.api(key, 'POST', `/v1/sessions/${asker.code}/tasks`, { prompt: script('ask "Which report?"', DONE) })).body.task_id as string;
+    const question = (await follow(service, key, asking, (task) => task.pending?.type === 'question')).task.pending;
 
     await redis.kill();
+    const answered = await service.api(key, 'POST', `/v1/tasks/${asking}/respond`, { question_id: question.question_id, answer: 'Q3' });
+    expect(answered.status, JSON.stringify(answered.body)).to.equal(200);
+
     const began = Date.now();
     const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: script('open Notes', DONE) });
     const took = Date.now() - began;
@@ -170,6 +177,7 @@ describe('a task started while Redis is down', function () {
     const back = Date.now();
     const { task } = await follow(service, key, started.body.task_id, (task) => task.done, 60_000);
     expect(task).to.include({ status: 'completed' });
+    expect((await follow(service, key, asking, (task) => task.done, 60_000)).task).to.include({ status: 'completed', result: 'finished' });
     await waitFor(() => receiver.requests.some((request) => JSON.parse(request.body).type === 'webhook.test'), 60_000, 'the test event');
     console.log(`      start answered in ${took} ms while Redis was down; the task ended ${Date.now() - back} ms after Redis came back`);
   });

@@ -30,11 +30,13 @@ export function watchRedis(container: Container, options: { sweepEveryMs: number
   let running: Promise<void> | null = null;
   let stopped = false;
 
+  // One scheduler entry however many clock processes run: BullMQ upserts by id. Bounded, so
+  // that a Redis stalled mid-look cannot hold every later look.
+  const schedule = () =>
+    withinDeadline(maintenance.upsertJobScheduler('sweep', { every: options.sweepEveryMs }, { name: 'sweep', data: {} }), config.redisCommandTimeoutMs * 2, 'the sweep schedule');
+
   const rebuild = async (why: 'empty' | 'reconnected'): Promise<void> => {
-    // One scheduler entry however many clock processes run: BullMQ upserts by id. Bounded, so
-    // that a Redis stalled mid-look cannot hold every later look.
-    const upsert = maintenance.upsertJobScheduler('sweep', { every: options.sweepEveryMs }, { name: 'sweep', data: {} });
-    await withinDeadline(upsert, config.redisCommandTimeoutMs * 2, 'the sweep schedule');
+    await schedule();
     const bucket = Math.floor(Date.now() / options.checkEveryMs);
     await queues.enqueue(QUEUE_NAMES.maintenance, 'sweep', { quiet_ms: 0 }, { jobId: jobId('sweep', 'rebuild', bucket) });
     if (why === 'empty') logger.warn('Redis lost its data: the sweep schedule is registered again and a sweep re-queues from PostgreSQL');
@@ -52,9 +54,11 @@ export function watchRedis(container: Container, options: { sweepEveryMs: number
       if (wasReconnect) await new Promise((resolve) => setTimeout(resolve, options.settleMs));
       if (stopped) return;
       if (empty || wasReconnect) await rebuild(empty ? 'empty' : 'reconnected');
+      // Whatever removed the schedule alone (an operator, an eviction policy), it comes back.
+      else if (!(await withinDeadline(maintenance.getJobScheduler('sweep'), config.redisCommandTimeoutMs, 'the sweep schedule'))) await schedule();
     } catch (error) {
-      // Redis does not answer (down, or stalled with its connection open): the first look that
-      // gets an answer again rebuilds, as after a reconnect.
+      // Redis does not answer (down, or stalled with its connection open), or the rebuild failed
+      // after the marker was set: the first look that gets answers again rebuilds.
       reconnected = true;
       logger.debug({ err: error }, 'Redis check failed');
     }
