@@ -80,7 +80,7 @@ export function createContainer(
     deadlineMs: commandTimeoutMs,
     logger: logger.child({ scope: 'queues' }),
   });
-  const notifier = new Notifier(redis, subscriber, config.redisPrefix);
+  const notifier = new Notifier(redis, subscriber, config.redisPrefix, undefined, commandTimeoutMs);
   const apiKeys = new ApiKeyService({ db, env: config.env, notifier, logger: logger.child({ scope: 'api-keys' }) });
   const orgs = new OrgService({ db, apiKeys });
   const agents = new AgentService({ db, config });

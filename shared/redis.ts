@@ -75,10 +75,10 @@ export async function withinDeadline<T>(work: Promise<T>, ms: number, what: stri
   }
 }
 
-/** A job could not be added within the deadline (Redis stalled or unreachable). */
+/** Redis did not answer within the deadline: a job not added, a subscription not confirmed (Redis stalled or unreachable). */
 export class QueueDeadlineError extends Error {
   constructor(what: string, ms: number) {
-    super(ms ? `${what} was not queued within ${ms} ms (Redis does not answer)` : `${what} was not queued: Redis did not answer a moment ago`);
+    super(ms ? `${what}: no answer from Redis within ${ms} ms` : `${what}: not tried, Redis did not answer a moment ago`);
     this.name = 'QueueDeadlineError';
   }
 }

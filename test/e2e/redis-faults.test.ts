@@ -219,6 +219,11 @@ describe('Redis stalled (SIGSTOP)', function () {
     const reads = [];
     for (let i = 0; i < 3; i++) reads.push(await timed('GET', `/v1/tasks/${earlier.body.task_id}`));
     const started = await timed('POST', `/v1/sessions/${code}/tasks`, { prompt: script('open Notes', DONE) });
+    // A long poll must subscribe to the task's channel: it answers within the bound too (503 unavailable, retry).
+    const followed = await timed('GET', `/v1/tasks/${started.body.task_id}/events?after=${started.body.cursor}&wait_ms=1000`);
+    expect(followed.status, JSON.stringify(followed.body)).to.be.oneOf([200, 503]);
+    expect(followed.ms, 'long poll while Redis is stalled, ms').to.be.below(5_000);
+    if (followed.status === 503) expect(followed.body.error).to.include({ type: 'server_error', code: 'unavailable' });
     for (const answer of [...reads, started]) {
       expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
       expect(answer.ms, 'answer while Redis is stalled, ms').to.be.below(5_000);
@@ -229,6 +234,6 @@ describe('Redis stalled (SIGSTOP)', function () {
     const back = Date.now();
     const { task } = await follow(service, key, started.body.task_id, (task) => task.done, 60_000);
     expect(task).to.include({ status: 'completed' });
-    console.log(`      while stalled: reads ${reads.map((read) => read.ms).join(', ')} ms, start ${started.ms} ms; the task ended ${Date.now() - back} ms after SIGCONT`);
+    console.log(`      while stalled: reads ${reads.map((read) => read.ms).join(', ')} ms, start ${started.ms} ms, long poll ${followed.status} in ${followed.ms} ms; the task ended ${Date.now() - back} ms after SIGCONT`);
   });
 });
