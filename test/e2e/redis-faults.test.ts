@@ -159,8 +159,15 @@ describe('a task started while Redis is down', function () {
     const question = (await follow(service, key, asking, (task) => task.pending?.type === 'question')).task.pending;
 
     await redis.kill();
+    const answering = Date.now();
     const answered = await service.api(key, 'POST', `/v1/tasks/${asking}/respond`, { question_id: question.question_id, answer: 'Q3' });
     expect(answered.status, JSON.stringify(answered.body)).to.equal(200);
+    expect(Date.now() - answering, 'answer while Redis is down, ms').to.be.below(5_000);
+    // Creating a session counts against a per-org budget kept in Redis: it fails open.
+    const creating = Date.now();
+    const created = await service.api(key, 'POST', '/v1/sessions', {});
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    expect(Date.now() - creating, 'session creation while Redis is down, ms').to.be.below(5_000);
 
     const began = Date.now();
     const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: script('open Notes', DONE) });
