@@ -42,9 +42,9 @@ export async function deleteKeysByPrefix(redis: Redis, prefix: string): Promise<
   } while (cursor !== '0');
 }
 
-/** The answer to a request that needs Redis while Redis does not answer: 503, retry shortly. */
-export function redisUnavailable(): ApiError {
-  return new ApiError('server_error', 'The service is briefly unavailable (its job queue does not answer); retry in a few seconds', {
+/** The answer to a request that needs Redis (or PostgreSQL) while it does not answer: 503, retry shortly. */
+export function backingServiceUnavailable(): ApiError {
+  return new ApiError('server_error', 'The service is briefly unavailable (a backing service does not answer); retry in a few seconds', {
     status: 503,
     code: 'unavailable',
     headers: { 'Retry-After': '5' },
@@ -53,9 +53,10 @@ export function redisUnavailable(): ApiError {
 
 /**
  * Whether `error` says that Redis did not answer (timed out, unreachable, connection closed),
- * as ioredis and BullMQ raise it, rather than a fault of ours: such a failure becomes a 503.
+ * as ioredis and BullMQ raise it, or that a connection was refused or reset (PostgreSQL down),
+ * rather than a fault of ours: such a failure becomes a 503.
  */
-export function isRedisUnavailable(error: unknown): boolean {
+export function isBackingServiceUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === 'MaxRetriesPerRequestError' || error instanceof QueueDeadlineError) return true;
   return /^(Command timed out|Connection is closed|Stream isn't writeable|connect ECONNREFUSED|read ECONNRESET)/.test(error.message);
