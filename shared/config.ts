@@ -18,6 +18,11 @@ export interface Config {
   redisUrl: string;
   /** Prefix of every Redis key Deskhand writes (queues, rate limits, notifications). */
   redisPrefix: string;
+  /**
+   * How long a request-path Redis command or job enqueue may wait before it counts as failed
+   * (a stalled or unreachable Redis): requests answer within about this, never hang.
+   */
+  redisCommandTimeoutMs: number;
   scriptedModels: boolean;
   allowPrivateUrls: boolean;
   vendors: { anthropic: VendorConfig | null; openai: VendorConfig | null; gemini: VendorConfig | null };
@@ -123,6 +128,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/deskhand', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     redisPrefix,
+    redisCommandTimeoutMs: integer(env, 'DESKHAND_REDIS_COMMAND_TIMEOUT_MS', 2000, 100, 60_000),
     scriptedModels: flag(env, 'DESKHAND_SCRIPTED_MODELS'),
     allowPrivateUrls,
     vendors: {

@@ -10,7 +10,7 @@ import { createSafeHttpClient, type HostResolver, type SafeHttpClient } from './
 import { WebhookService } from './webhooks/webhooks.service';
 import { WebhookDeliveryService } from './webhooks/webhook-delivery.service';
 import { ensureToolSecret, ToolSecretService } from './tools/tool-secrets.service';
-import { createToolCall, enqueueToolCall, ToolCallService } from './tools/tool-calls.service';
+import { createToolCall, enqueueToolCall, requeueToolCallOf, ToolCallService } from './tools/tool-calls.service';
 import { AgentService } from './agents/agents.service';
 import { AgentFileService } from './agents/agent-files.service';
 import { systemClock, type Clock } from './clock';
@@ -72,11 +72,15 @@ export function createContainer(
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel, { service: 'deskhand' });
   const db = createKnex(config.databaseUrl, { min: 0, max: options.dbPoolMax ?? 10 });
-  const redis = createRedis(config.redisUrl, { name: 'deskhand-commands' });
+  const commandTimeoutMs = config.redisCommandTimeoutMs;
+  const redis = createRedis(config.redisUrl, { name: 'deskhand-commands', commandTimeoutMs });
   const subscriber = createRedis(config.redisUrl, { name: 'deskhand-subscriber', blocking: true });
   // BullMQ's producers get their own connection: its scripts would slow every pipeline of `redis`.
-  const queues = new JobQueues(createRedis(config.redisUrl, { name: 'deskhand-queues', scripted: true }), config.redisPrefix);
-  const notifier = new Notifier(redis, subscriber, config.redisPrefix);
+  const queues = new JobQueues(createRedis(config.redisUrl, { name: 'deskhand-queues', scripted: true, commandTimeoutMs }), config.redisPrefix, {
+    deadlineMs: commandTimeoutMs,
+    logger: logger.child({ scope: 'queues' }),
+  });
+  const notifier = new Notifier(redis, subscriber, config.redisPrefix, undefined, commandTimeoutMs);
   const apiKeys = new ApiKeyService({ db, env: config.env, notifier, logger: logger.child({ scope: 'api-keys' }) });
   const orgs = new OrgService({ db, apiKeys });
   const agents = new AgentService({ db, config, resolve: options.hostResolver });
@@ -115,7 +119,7 @@ export function createContainer(
     link,
     models,
     agentFiles,
-    tools: { create: createToolCall, enqueue: (callId) => enqueueToolCall(queues, callId) },
+    tools: { create: createToolCall, enqueue: (callId) => enqueueToolCall(queues, callId), requeue: (taskId) => requeueToolCallOf(db, queues, taskId) },
     logger: logger.child({ scope: 'task-loop' }),
     baseUrl: config.baseUrl,
     actTimeoutMs: config.actTimeoutMs,

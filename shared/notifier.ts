@@ -1,4 +1,4 @@
-import type { Redis } from './redis';
+import { withinDeadline, type Redis } from './redis';
 
 type Listener = (message: string) => void;
 
@@ -53,6 +53,8 @@ export class Notifier {
     private readonly subscriber: Redis,
     prefix: string,
     private readonly lingerMs = DEFAULT_LINGER_MS,
+    /** How long a new subscription may wait for Redis (the subscriber waits forever otherwise); unset: no bound. */
+    private readonly subscribeTimeoutMs?: number,
   ) {
     this.channelPrefix = `${prefix}:notify:`;
     subscriber.on('message', (channel: string, message: string) => {
@@ -103,7 +105,11 @@ export class Notifier {
     let state = this.channels.get(channel);
     if (!state) {
       const created: Channel = { id: ++this.lastChannelId, listeners: new Set(), ready: Promise.resolve(), confirmed: false, received: 0, linger: null };
-      created.ready = this.subscriber.subscribe(channel).then(() => {
+      // Bounded: a long poll whose subscription Redis does not confirm (down or stalled) fails
+      // and answers 503 `unavailable` instead of hanging past its wait.
+      const subscribing = this.subscriber.subscribe(channel);
+      const confirmedInTime = this.subscribeTimeoutMs ? withinDeadline(subscribing, this.subscribeTimeoutMs, 'a subscription') : subscribing;
+      created.ready = confirmedInTime.then(() => {
         created.confirmed = true;
       });
       created.ready.catch(() => {

@@ -1,14 +1,19 @@
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from './redis';
 import { ApiError } from './errors';
 
-/** A named per-key budget (e.g. sessions created per org per hour), for services to consume. */
+/**
+ * A named per-key budget (e.g. sessions created per org per hour), for services to consume.
+ * While Redis does not answer, a budget of this process alone stands in (fails open, like the
+ * per-address limit) rather than refusing the work.
+ */
 export function createKeyedLimiter(options: { redis: Redis; prefix: string; name: string; points: number; durationSeconds: number }) {
   const limiter = new RateLimiterRedis({
     storeClient: options.redis,
     keyPrefix: `${options.prefix}:rl:${options.name}`,
     points: options.points,
     duration: options.durationSeconds,
+    insuranceLimiter: new RateLimiterMemory({ points: options.points, duration: options.durationSeconds }),
   });
   return async (key: string, what: string): Promise<void> => {
     try {

@@ -3,6 +3,7 @@ import { ApiError } from '../../shared/errors';
 import type { RequestState } from './edge';
 import { isLegacyPath } from '../legacy-paths';
 import type { Logger } from '../../shared/logger';
+import { backingServiceUnavailable, isBackingServiceUnavailable } from '../../shared/redis';
 
 interface HttpLikeError {
   status?: number;
@@ -44,13 +45,15 @@ export interface ErrorResponse {
 
 /**
  * The one place errors become responses: `ApiError` as the spec's body, client errors from
- * libraries as `invalid_request`, anything else as a generic 500 with the stack logged. Requests
+ * libraries as `invalid_request`, Redis or PostgreSQL not answering as 503 `unavailable` with `Retry-After`,
+ * anything else as a generic 500 with the stack logged. Requests
  * to the older session-token API's paths get its shape, `{ error: "<message>", code?, … }`,
  * with the same statuses. Koa's edge and the long-poll routes (api/long-polls.ts) both use it;
  * `state.logger` (made on first use) is read only for a 500.
  */
 export function errorResponse(caught: unknown, path: string, state: { readonly logger?: Logger }): ErrorResponse {
-  const apiError = caught instanceof ApiError ? caught : fromHttpError(caught as HttpLikeError);
+  // Redis (or PostgreSQL) timed out or is unreachable: a retryable 503 rather than a 500 (docs/operations.md).
+  const apiError = caught instanceof ApiError ? caught : isBackingServiceUnavailable(caught) ? backingServiceUnavailable() : fromHttpError(caught as HttpLikeError);
   const toBody = (error: ApiError) => (isLegacyPath(path) ? legacyBody(error) : error.toBody());
   if (apiError) return { status: apiError.status, body: toBody(apiError), headers: apiError.headers };
   state.logger?.error({ err: caught }, 'unhandled error');

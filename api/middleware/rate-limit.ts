@@ -12,6 +12,8 @@ const BLOCK = 25;
 const MAX_BLOCK = 500;
 /** Local reservations kept at most (addresses); past it they are dropped, which only costs a round trip. */
 const MAX_RESERVATIONS = 50_000;
+/** After Redis failed to answer, how long the in-process budget stands in before Redis is asked again. */
+const REDIS_PAUSE_MS = 5_000;
 
 interface Waiter {
   resolve(remaining: number): void;
@@ -46,16 +48,37 @@ export type RateLimitHeaders = Record<string, string>;
  * for an address at once and spends it locally; near the end of the budget it takes one point
  * at a time, so the limit stays exact there. Unused reserved points of a process that stops are
  * lost for the rest of that hour (at most a block per process and address). If Redis is
- * unreachable, an in-process limiter with the same budget stands in rather than refusing traffic.
+ * unreachable or does not answer (its commands time out), an in-process limiter with the same
+ * budget stands in rather than refusing traffic (fails open), and keeps standing in for a few
+ * seconds before Redis is asked again, so that a stalled Redis costs one command timeout now
+ * and then, not one per request.
  */
 export function rateLimitByIp(options: { redis: Redis; prefix: string; pointsPerHour: number }): AddressLimiter {
-  const limiter = new RateLimiterRedis({
+  const shared = new RateLimiterRedis({
     storeClient: options.redis,
     keyPrefix: `${options.prefix}:rl:ip`,
     points: options.pointsPerHour,
     duration: 3600,
-    insuranceLimiter: new RateLimiterMemory({ points: options.pointsPerHour, duration: 3600 }),
   });
+  const local = new RateLimiterMemory({ points: options.pointsPerHour, duration: 3600 });
+  let redisPausedUntil = 0;
+  /** The shared budget, or this process's while Redis fails; a refusal (RateLimiterRes) is thrown as is. */
+  const limiter = {
+    async consume(address: string, points: number): Promise<RateLimiterRes> {
+      if (Date.now() >= redisPausedUntil) {
+        try {
+          return await shared.consume(address, points);
+        } catch (rejection) {
+          if (rejection instanceof RateLimiterRes) throw rejection;
+          redisPausedUntil = Date.now() + REDIS_PAUSE_MS;
+        }
+      }
+      return local.consume(address, points);
+    },
+    async reward(address: string, points: number): Promise<void> {
+      await (Date.now() >= redisPausedUntil ? shared : local).reward(address, points).catch(() => undefined);
+    },
+  };
   const reservations = new Map<string, Reservation>();
   /** Requests of an address waiting for points from Redis, first come first served. */
   const waiting = new Map<string, Waiter[]>();

@@ -58,9 +58,12 @@ export async function appendOrgEvent(trx: Knex | Knex.Transaction, event: OrgEve
   return id;
 }
 
-/** Enqueues delivery of events already committed (idempotent: one job id per event). */
+/**
+ * Enqueues delivery of events already committed (idempotent: one job id per event). An event
+ * Redis does not take now stays undispatched, and the sweep dispatches it once Redis answers.
+ */
 export async function dispatchOrgEvents(queues: JobQueues, eventIds: string[]): Promise<void> {
   await Promise.all(
-    eventIds.map((eventId) => queues.enqueue(QUEUE_NAMES.webhooks, 'dispatch', { event_id: eventId }, { jobId: jobId('dispatch', eventId) })),
+    eventIds.map((eventId) => queues.enqueueOrLeaveToSweep(QUEUE_NAMES.webhooks, 'dispatch', { event_id: eventId }, { jobId: jobId('dispatch', eventId) })),
   );
 }

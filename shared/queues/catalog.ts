@@ -32,8 +32,12 @@ const Id = Type.String({ minLength: 1, maxLength: 100 });
 /** Payload schema of each job name, per queue. */
 export const JOBS = Object.freeze({
   [QUEUE_NAMES.maintenance]: {
-    /** Periodic: reconcile the database with the queues (expiry, time limits, lost jobs). */
-    sweep: Type.Object({}, { additionalProperties: false }),
+    /**
+     * Periodic: reconcile the database with the queues (expiry, time limits, lost jobs). Once
+     * at once with `quiet_ms: 0` when Redis came back empty: re-queue from PostgreSQL whatever
+     * should be queued, without waiting for it to look lost.
+     */
+    sweep: Type.Object({ quiet_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })) }, { additionalProperties: false }),
     /** Delayed to a session's expiry time: expires every session then due. */
     'expire-session': Type.Object({ code: Id }, { additionalProperties: false }),
     /** Delayed to `approval_timeout_minutes`: denies the approval if still undecided. */

@@ -135,7 +135,7 @@ export class SessionsService {
   /** Puts (or moves) the delayed job that expires `code` at `at`; the sweep covers a lost job. */
   private async scheduleExpiry(code: string, at: Date, generation: number): Promise<void> {
     const delay = Math.max(0, at.getTime() - this.deps.clock.now().getTime());
-    await this.deps.queues.enqueue(QUEUE_NAMES.maintenance, 'expire-session', { code }, { jobId: jobId('expire', code, generation), delay });
+    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.maintenance, 'expire-session', { code }, { jobId: jobId('expire', code, generation), delay });
   }
 
   async create(auth: AuthContext, input: { agent_id?: string; metadata?: Record<string, string> }, requestId: string): Promise<{ session: Session; token: string }> {

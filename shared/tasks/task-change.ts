@@ -204,8 +204,17 @@ async function afterWrite(deps: TaskChangeDeps, change: TaskChange, orgEventIds:
     ? deps.notifier.publish(taskChannel(change.row.id), encodeTaskNote(change.row, events)).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
     : undefined;
   const dispatch = orgEventIds.length ? dispatchOrgEvents(deps.queues, orgEventIds) : undefined;
+  // The change is committed whatever happens here: a failure (Redis not answering) is logged,
+  // not thrown at a caller who would take the change for undone. Jobs left out are queued by
+  // the maintenance sweep from the task row; a lost message to the computer ends in its timeout.
   const ordered = (async () => {
-    for (const work of change.afterCommit) await work();
+    for (const work of change.afterCommit) {
+      try {
+        await work();
+      } catch (error) {
+        deps.logger.warn({ err: error, task_id: change.row.id }, 'after-commit work failed');
+      }
+    }
   })();
   await Promise.all([notify, dispatch, ordered]);
 }

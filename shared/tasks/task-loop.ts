@@ -82,6 +82,8 @@ export interface ToolCaller {
   /** Records the call in `trx` and returns its id; `enqueue` is called after the commit. */
   create(trx: Knex.Transaction, call: { orgId: string; taskId: string; sessionId: string; agentId: string; agentVersion: number; step: number; tool: { name: string; url: string }; arguments: Record<string, unknown> }): Promise<string>;
   enqueue(callId: string): Promise<void>;
+  /** The sweep: queues the task's call again when its job is missing or failed. */
+  requeue(taskId: string): Promise<boolean>;
 }
 
 export interface TaskLoopDeps extends TaskChangeDeps {
@@ -182,12 +184,15 @@ export class TaskLoop {
     const taskId = change.row.id;
     // Ids only: the step reads the row when it runs (a job carries no state: it would sit in
     // Redis and in Bull Board, and could be out of date by then).
-    change.after(() => this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: n }, { jobId: id, delay: delayMs, ...STEP_JOB }));
+    change.after(() => this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: n }, { jobId: id, delay: delayMs, ...STEP_JOB }));
   }
 
-  /** The first step of a new task (called by the service after the task row commits). */
-  async enqueueFirstStep(taskId: string): Promise<void> {
-    await this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: 1 }, { jobId: stepJobId(taskId, 1), ...STEP_JOB });
+  /**
+   * The first step of a new task (called by the service after the task row commits). When Redis
+   * does not take it, the task stays queued and the sweep queues the step once Redis answers.
+   */
+  async enqueueFirstStep(taskId: string): Promise<boolean> {
+    return this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.taskSteps, 'step', { task_id: taskId, step: 1 }, { jobId: stepJobId(taskId, 1), ...STEP_JOB });
   }
 
   // ---- the step job ------------------------------------------------------------------------
@@ -268,7 +273,7 @@ export class TaskLoop {
     const row = change.row;
     const id = scopeJobId(row.id, jobNumber(row));
     change.set({ phase: 'scope', phase_since: change.now, current_job_id: id });
-    change.after(() => this.deps.queues.enqueue(QUEUE_NAMES.guardrails, 'scope', { task_id: row.id }, { jobId: id, ...STEP_RETRIES }));
+    change.after(() => this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.guardrails, 'scope', { task_id: row.id }, { jobId: id, ...STEP_RETRIES }));
   }
 
   /**
@@ -774,7 +779,8 @@ export class TaskLoop {
     if (canApprove) change.after(() => this.deps.link.show(row.session_id, { kind: 'approval', task_id: row.id, approval_id: id, what: detail.what, risk, category }));
     if (expiresAt) {
       change.after(() =>
-        this.deps.queues.enqueue(QUEUE_NAMES.maintenance, 'approval-timeout', { task_id: row.id, approval_id: id }, { jobId: jobId('approval-timeout', id), delay: timeoutMinutes! * 60_000 }),
+        // Lost, the sweep denies the approval from its `expires_at` all the same.
+        this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.maintenance, 'approval-timeout', { task_id: row.id, approval_id: id }, { jobId: jobId('approval-timeout', id), delay: timeoutMinutes! * 60_000 }),
       );
     }
   }
@@ -1004,9 +1010,12 @@ export class TaskLoop {
   }
 
   /**
-   * The reconcile sweep: a task waiting on a step job that no longer exists (its worker died,
-   * the server restarted, Redis lost it) fails with "server restarted" instead of hanging; a
-   * task past its running-time limit while waiting on the computer or a tool fails too.
+   * The reconcile sweep: a task waiting on a step job that Redis lost (restarted empty, or the
+   * job was never added because Redis did not answer) gets that job again, as does a lost tool
+   * call; a task whose step job failed or finished without moving it on (its worker died with
+   * it) fails with "server restarted" instead of hanging; a task past its running-time limit
+   * while waiting on the computer or a tool fails too. `quietMs`: tasks changed more recently
+   * are left alone (their jobs are normally on their way); 0 right after Redis lost its data.
    */
   async reconcile(quietMs = 30_000): Promise<number> {
     const now = this.deps.clock.now();
@@ -1026,7 +1035,16 @@ export class TaskLoop {
         if (state === 'failed' || state === 'completed' || state === 'unknown') reason = 'The scope check did not finish (server restarted)';
       } else if (row.phase === 'model' || row.phase === 'sleep' || row.status === 'queued') {
         const state = row.current_job_id ? await queue.getJobState(row.current_job_id) : 'unknown';
+        const n = jobNumber(row);
+        if (state === 'unknown' && row.current_job_id === stepJobId(row.id, n)) {
+          // The step reads the row when it runs, so the job (same id) is all that was lost. A
+          // sleep whose job was lost ends early: the agent looks at the screen again.
+          await this.deps.queues.enqueue(QUEUE_NAMES.taskSteps, 'step', { task_id: row.id, step: n }, { jobId: stepJobId(row.id, n), ...STEP_JOB });
+          continue;
+        }
         if (state === 'unknown' || state === 'failed' || state === 'completed') reason = 'server restarted';
+      } else if (row.phase === 'tool' && this.deps.tools) {
+        await this.deps.tools.requeue(row.id);
       }
       if (!reason && row.phase === 'computer' && row.phase_since && now.getTime() - row.phase_since.getTime() >= this.deps.actTimeoutMs) {
         reason = `The computer did not answer within ${Math.round(this.deps.actTimeoutMs / 1000)} seconds`;

@@ -107,6 +107,27 @@ export async function enqueueToolCall(queues: JobQueues, callId: string): Promis
   });
 }
 
+/**
+ * The reconcile sweep's side of a task waiting on a tool call: the call's job, when Redis lost
+ * it (or it failed on infrastructure errors), is queued again. Harmless when the job is there:
+ * the job id is the call's, and a call is made at most once whatever runs it (`execute`).
+ * Answers whether a job was queued.
+ */
+export async function requeueToolCallOf(db: Knex, queues: JobQueues, taskId: string): Promise<boolean> {
+  const latest = (await db('tool_calls').where({ task_id: taskId }).orderBy('created_at', 'desc').first('id')) as { id: string } | undefined;
+  if (!latest) return false;
+  const job = await queues.queue(QUEUE_NAMES.toolCalls).getJob(jobId('call', latest.id));
+  if (!job) {
+    await enqueueToolCall(queues, latest.id);
+    return true;
+  }
+  if (await job.isFailed()) {
+    await job.retry();
+    return true;
+  }
+  return false;
+}
+
 export async function getToolCall(db: Knex | Knex.Transaction, id: string): Promise<ToolCall | null> {
   return ((await db('tool_calls').where({ id }).first()) as ToolCall | undefined) ?? null;
 }

@@ -60,9 +60,12 @@ export function envelopeBody(target: Pick<DeliveryTarget, 'event_id' | 'type' | 
 export async function enqueueDelivery(
   queues: JobQueues,
   deliveryId: string,
-  options: { jobId: string; delayMs?: number },
+  options: { jobId: string; delayMs?: number; orLeaveToSweep?: boolean },
 ): Promise<void> {
-  await queues.enqueue(QUEUE_NAMES.webhooks, 'deliver', { delivery_id: deliveryId }, {
+  // A pending delivery whose job is missing is resumed by the sweep: after a commit, a Redis
+  // that does not answer need not fail the request that committed it.
+  const enqueue = options.orLeaveToSweep ? queues.enqueueOrLeaveToSweep.bind(queues) : queues.enqueue.bind(queues);
+  await enqueue(QUEUE_NAMES.webhooks, 'deliver', { delivery_id: deliveryId }, {
     jobId: options.jobId,
     delay: Math.max(0, Math.round(options.delayMs ?? 0)),
     attempts: 5,

@@ -252,7 +252,7 @@ export class WebhookService {
       });
       return restarted;
     });
-    await enqueueDelivery(this.deps.queues, row.id, { jobId: `redeliver-${row.id}-${row.attempts}` });
+    await enqueueDelivery(this.deps.queues, row.id, { jobId: `redeliver-${row.id}-${row.attempts}`, orLeaveToSweep: true });
     return toDelivery(row, (await attemptsOf(this.deps.db, [row.id])).get(row.id) ?? []);
   }
 
@@ -283,7 +283,7 @@ export class WebhookService {
       });
       return delivery;
     });
-    await enqueueDelivery(this.deps.queues, row.id, { jobId: `test-${row.id}` });
+    await enqueueDelivery(this.deps.queues, row.id, { jobId: `test-${row.id}`, orLeaveToSweep: true });
     return toDelivery(row, []);
   }
 }

@@ -7,6 +7,7 @@ describe('configuration', () => {
     expect(config).to.include({ env: 'development', port: 8080, baseUrl: 'http://localhost:8080', redisUrl: 'redis://127.0.0.1:6379' });
     expect(config.databaseUrl).to.equal('postgres://postgres@127.0.0.1:5432/deskhand');
     expect(config.rateLimitPerHour).to.equal(30000);
+    expect(config.redisCommandTimeoutMs).to.equal(2000);
     expect(Object.isFrozen(config)).to.equal(true);
   });
 
@@ -15,6 +16,7 @@ describe('configuration', () => {
     expect(() => loadConfig({ DESKHAND_ENV: 'staging' })).to.throw(ConfigError, /DESKHAND_ENV must be development or production/);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x/y' })).to.throw(ConfigError, /DATABASE_URL must start with postgres:/);
     expect(() => loadConfig({ DESKHAND_SCRIPTED_MODELS: 'yes' })).to.throw(ConfigError, /DESKHAND_SCRIPTED_MODELS must be 1 or 0/);
+    expect(() => loadConfig({ DESKHAND_REDIS_COMMAND_TIMEOUT_MS: '50' })).to.throw(ConfigError, /DESKHAND_REDIS_COMMAND_TIMEOUT_MS must be between 100 and 60000/);
   });
 
   it('refuses DESKHAND_ALLOW_PRIVATE_URLS in production', () => {

@@ -12,6 +12,6 @@ export const webhooksWiring: QueueWiring = {
 
 /** Reconcile steps for the maintenance sweep: lost dispatch jobs and lost retry jobs. */
 export const webhookSweepSteps: SweepStep[] = [
-  { name: 'webhook-dispatch', run: ({ container }) => container.webhookDelivery.redispatchLostEvents() },
-  { name: 'webhook-retries', run: ({ container }) => container.webhookDelivery.resumeOverdueDeliveries() },
+  { name: 'webhook-dispatch', run: ({ container }, options) => container.webhookDelivery.redispatchLostEvents(options?.quietMs) },
+  { name: 'webhook-retries', run: ({ container }, options) => container.webhookDelivery.resumeOverdueDeliveries(options?.quietMs) },
 ];
