@@ -245,8 +245,13 @@ describe('task changes from a row read without the lock', () => {
       const [one, two] = [(await answer).body, (await second).body];
       expect(one).to.deep.equal(two);
       expect(one.data.map((event: any) => event.message)).to.deep.equal(['first of two']);
+      // The web process answers from the notes it has heard: once the second note is heard (its
+      // channel's mark moves, or the channel is released and reads go to the database), each
+      // cursor gets its own events. Under load the note can land a moment after the write returns.
+      const notifier = service.running.container.notifier;
+      const before = notifier.mark(taskChannel(taskId));
       await write('second of two');
-      // Straight after, from the notes: each cursor its own events.
+      await waitFor(() => notifier.mark(taskChannel(taskId)) !== before || before === null, 3_000, 'the second note to be heard');
       const [fromFirst, fromBefore, again] = await Promise.all([
         service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor + 1}`),
         service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}`),
