@@ -2,6 +2,7 @@
  * Configuration: read from the environment once, validated, frozen, and passed down from each
  * process's composition root. Nothing else in the code reads `process.env`.
  */
+import { loadModelCatalog, ModelCatalogError } from './models/catalog';
 
 export type DeskhandEnv = 'development' | 'production';
 
@@ -153,6 +154,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     reconnectGraceMs: integer(env, 'DESKHAND_RECONNECT_GRACE_MS', 30_000, 0, 3_600_000),
     modelTimeoutMs: integer(env, 'DESKHAND_MODEL_TIMEOUT_MS', 300_000, 1000, 3_600_000),
   };
+  try {
+    loadModelCatalog(env);
+  } catch (error) {
+    if (error instanceof ModelCatalogError) throw new ConfigError(error.message);
+    throw error;
+  }
   if (config.adminToken !== null && config.adminToken.length < 16) {
     throw new ConfigError('DESKHAND_ADMIN_TOKEN must be at least 16 characters');
   }

@@ -126,8 +126,22 @@ export function loadModelCatalog(env: Record<string, string | undefined>): Model
   return Object.freeze({ entries: Object.freeze(entries), retired });
 }
 
-/** The catalog this process runs with, read once from its environment. */
-export const ACTIVE_CATALOG: ModelCatalog = loadModelCatalog(process.env);
+/**
+ * The catalog this process runs with, read once from its environment (the request schemas'
+ * model enum is built from it when they load). A mistake in the variables leaves the built-in
+ * catalog here: `loadConfig`, which every process runs before it serves, refuses the same
+ * variables with a message naming them.
+ */
+export const ACTIVE_CATALOG: ModelCatalog = catalogOrBuiltIn(process.env);
+
+function catalogOrBuiltIn(env: Record<string, string | undefined>): ModelCatalog {
+  try {
+    return loadModelCatalog(env);
+  } catch (error) {
+    if (error instanceof ModelCatalogError) return loadModelCatalog({});
+    throw error;
+  }
+}
 
 /** The catalog's entries (kept under its historical name). */
 export const MODEL_CATALOG: readonly ModelCatalogEntry[] = ACTIVE_CATALOG.entries;

@@ -17,6 +17,8 @@ describe('configuration', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x/y' })).to.throw(ConfigError, /DATABASE_URL must start with postgres:/);
     expect(() => loadConfig({ DESKHAND_SCRIPTED_MODELS: 'yes' })).to.throw(ConfigError, /DESKHAND_SCRIPTED_MODELS must be 1 or 0/);
     expect(() => loadConfig({ DESKHAND_REDIS_COMMAND_TIMEOUT_MS: '50' })).to.throw(ConfigError, /DESKHAND_REDIS_COMMAND_TIMEOUT_MS must be between 100 and 60000/);
+    expect(() => loadConfig({ DESKHAND_MODELS: 'Z9=foo' })).to.throw(ConfigError, /DESKHAND_MODELS: "Z9=foo" must be SLOT=id/);
+    expect(() => loadConfig({ DESKHAND_RETIRED_MODELS: 'gpt-5.4' })).to.throw(ConfigError, /DESKHAND_RETIRED_MODELS: gpt-5.4 is still in the catalog/);
   });
 
   it('refuses DESKHAND_ALLOW_PRIVATE_URLS in production', () => {
