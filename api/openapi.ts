@@ -16,6 +16,30 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'The model cannot run on this server (model_unavailable).',
 };
 
+/** An operation's own 503, where it is not the model's (see `STATUS_TEXT`). */
+const OWN_503_TEXT: Record<string, string> = {
+  readyz: 'Not ready: PostgreSQL or Redis is unreachable (server_error, not_ready; `checks` says which).',
+};
+
+/**
+ * Operations that touch neither PostgreSQL nor Redis, so never answer 503 `unavailable`
+ * (`/readyz` reports their state as its own 503 `not_ready`). Every other operation reads
+ * PostgreSQL (an API key, a session token, a row) or Redis, and may.
+ */
+const WITHOUT_BACKING_SERVICES = new Set(['healthz', 'readyz', 'openapi']);
+
+const UNAVAILABLE_TEXT =
+  'PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md).';
+
+/** The 503 `unavailable` every operation that uses PostgreSQL or Redis may answer (api/middleware/errors.ts), declared once. */
+function unavailableResponse(errorSchema: string, ownText?: string): Record<string, unknown> {
+  return {
+    description: ownText ? `${ownText} Or: ${UNAVAILABLE_TEXT}` : UNAVAILABLE_TEXT,
+    headers: { 'Retry-After': { description: 'Seconds to wait before retrying (5).', schema: { type: 'integer', minimum: 1 } } },
+    content: { 'application/json': { schema: { $ref: errorSchema } } },
+  };
+}
+
 function stripForOpenApi(schema: unknown): unknown {
   // TypeBox schemas are plain JSON Schema once serialised; `$id` would clash when reused inline.
   return JSON.parse(JSON.stringify(schema), (key, value) => (key === '$id' ? undefined : value));
@@ -59,9 +83,19 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       statuses.add(429);
     }
     if (route.body || route.query || route.params) statuses.add(400);
+    const unavailable = !WITHOUT_BACKING_SERVICES.has(route.operationId);
+    if (unavailable) statuses.add(503);
+    const own503 = OWN_503_TEXT[route.operationId] ?? STATUS_TEXT[503]!;
     for (const status of [...statuses].sort()) {
+      if (status === 503 && unavailable) {
+        // One declaration in components.responses, unless the operation has a 503 of its own too.
+        responses['503'] = route.errors.includes(503)
+          ? unavailableResponse(errorSchema, own503)
+          : { $ref: legacy ? '#/components/responses/LegacyUnavailable' : '#/components/responses/Unavailable' };
+        continue;
+      }
       responses[String(status)] = {
-        description: STATUS_TEXT[status] ?? 'Error',
+        description: status === 503 ? own503 : STATUS_TEXT[status] ?? 'Error',
         content: { 'application/json': { schema: { $ref: errorSchema } } },
       };
     }
@@ -90,6 +124,10 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     paths,
     components: {
       schemas: { Error: stripForOpenApi(ErrorSchema), LegacyError: stripForOpenApi(LegacyErrorSchema) },
+      responses: {
+        Unavailable: unavailableResponse('#/components/schemas/Error'),
+        LegacyUnavailable: unavailableResponse('#/components/schemas/LegacyError'),
+      },
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An org API key: Authorization: Bearer dh_live_… (dh_test_… in development).' },
         sessionToken: {

@@ -5,6 +5,7 @@ import addFormats from 'ajv-formats';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { ApiError, invalidRequest } from '../shared/errors';
 import { PG_INTEGER_MAX } from '../shared/pagination';
+import { unstorableValueAt } from '../shared/validation/storable';
 import type { AuthContext } from '../shared/api-keys/api-keys.service';
 import type { Logger } from '../shared/logger';
 import type { RequestState } from './middleware/edge';
@@ -105,42 +106,6 @@ function boundIntegers(schema: unknown): void {
     }
     for (const value of Object.values(record)) if (typeof value === 'object') pending.push(value);
   }
-}
-
-/**
- * The first string (or object key, `…#key`) in `value` that PostgreSQL cannot store, or number
- * that is not finite (`…#number`), as a JSON pointer; null when there is none. PostgreSQL
- * refuses U+0000 in text and jsonb, and a lone surrogate in jsonb (and would store it in text as
- * U+FFFD, silently changed): every string a request carries is checked here, whatever its
- * field, rather than field by field. Infinity comes from ajv's coercion of a query's
- * `after=Infinity`, which passes `integer`, `minimum` and `maximum` alike. Iterative: a deeply
- * nested body must not overflow the stack.
- */
-export function unstorableValueAt(value: unknown): string | null {
-  const pending: Array<[unknown, string]> = [[value, '']];
-  while (pending.length > 0) {
-    const [node, pointer] = pending.pop()!;
-    if (typeof node === 'string') {
-      if (!storable(node)) return pointer;
-    } else if (typeof node === 'number') {
-      if (!Number.isFinite(node)) return `${pointer}#number`;
-    } else if (Array.isArray(node)) {
-      for (let n = node.length - 1; n >= 0; n--) pending.push([node[n], `${pointer}/${n}`]);
-    } else if (typeof node === 'object' && node !== null) {
-      const keys = Object.keys(node);
-      for (let n = keys.length - 1; n >= 0; n--) {
-        const key = keys[n]!;
-        const at = `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-        if (!storable(key)) return `${at}#key`;
-        pending.push([(node as Record<string, unknown>)[key], at]);
-      }
-    }
-  }
-  return null;
-}
-
-function storable(text: string): boolean {
-  return !text.includes('\u0000') && (text as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
 // strictNumbers: NaN and Infinity (a query's `after=Infinity`, a body's 1e400) are not numbers here.

@@ -9,6 +9,7 @@ import { DesktopEvents, type HelloReply } from '../../shared/desktop/protocol';
 import { ConnectRefused } from '../../shared/sessions/sessions.service';
 import { ApiError } from '../../shared/errors';
 import type { DesktopInbox, DesktopSocketData } from '../../shared/desktop/inbox';
+import { unstorableValueAt, withStorableStrings } from '../../shared/validation/storable';
 
 const Hello = Type.Object({
   code: Type.String({ minLength: 1, maxLength: 20 }),
@@ -26,6 +27,24 @@ const Hello = Type.Object({
   }),
 });
 const validateHello = new Ajv({ strict: false }).compile<Static<typeof Hello>>(Hello);
+
+/** A JSON pointer into an app's message as the field's name (`/device/name` is `device.name`). */
+const fieldAt = (pointer: string, message: string) =>
+  pointer ? pointer.slice(1).split('/').map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~')).join('.') : message;
+
+/** Why a hello cannot be taken, naming the field; null when it can. */
+function helloProblem(message: unknown): string | null {
+  if (!validateHello(message)) {
+    const error = validateHello.errors?.[0];
+    return `${fieldAt(error?.instancePath ?? '', 'hello')} ${error?.message ?? 'is invalid'}`;
+  }
+  // PostgreSQL stores neither NUL nor a lone surrogate (the session's device is jsonb): refused
+  // here, naming the field, rather than failing in the database with "try again", which never helps.
+  const at = unstorableValueAt(message);
+  if (at === null) return null;
+  if (at.endsWith('#key')) return `${fieldAt(at.slice(0, at.lastIndexOf('/')), 'hello')} has a key with a NUL character (\\u0000) or an unpaired surrogate`;
+  return `${fieldAt(at.replace(/#number$/, ''), 'hello')} must not contain a NUL character (\\u0000) or an unpaired surrogate`;
+}
 
 const HELLO_TIMEOUT_MS = 10_000;
 
@@ -74,13 +93,15 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
     socket.once(DesktopEvents.hello, async (message: unknown, ack?: (reply: HelloReply) => void) => {
       clearTimeout(helloTimer);
       const reply = (answer: HelloReply) => (typeof ack === 'function' ? ack(answer) : socket.emit(DesktopEvents.hello, answer));
-      if (!validateHello(message)) {
-        reply({ ok: false, code: 'invalid', message: `The app sent a malformed hello: ${validateHello.errors?.[0]?.instancePath ?? ''} ${validateHello.errors?.[0]?.message ?? ''}`.trim() });
+      const problem = helloProblem(message);
+      if (problem !== null) {
+        reply({ ok: false, code: 'invalid', message: `The app sent a malformed hello: ${problem}` });
         socket.disconnect(true);
         return;
       }
       try {
-        const { session, epoch, agent } = await container.sessions.connect(message);
+        // helloProblem validated it.
+        const { session, epoch, agent } = await container.sessions.connect(message as Static<typeof Hello>);
         const data: DesktopSocketData = { code: session.code, orgId: session.org_id, epoch };
         socket.data = data;
         await socket.join(sessionRoom(session.code));
@@ -109,9 +130,15 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
 
     for (const inbox of inboxes) {
       for (const event of inbox.events) {
-        socket.on(event, async (payload: unknown, ack?: (answer: unknown) => void) => {
+        socket.on(event, async (received: unknown, ack?: (answer: unknown) => void) => {
           const data = socket.data as DesktopSocketData | undefined;
           if (!data?.code) return;
+          // A result reports whatever the screen shows (a window title, a page's text), which the
+          // app does not choose: characters PostgreSQL cannot store become U+FFFD rather than fail
+          // the step (docs/desktop-protocol.md). The screenshot's bytes are not text and stay.
+          const unstorable = unstorableValueAt(received);
+          const payload = unstorable === null ? received : withStorableStrings(received);
+          if (unstorable !== null) log.warn({ event, code: data.code, at: unstorable }, 'NUL or unpaired surrogate in an app message replaced by U+FFFD');
           try {
             const answer = await track(inbox.receive(data, event, payload));
             if (typeof ack === 'function') ack(answer ?? { ok: true });

@@ -24,8 +24,9 @@ export class ComputerLink {
   constructor(redis: Redis, prefix: string) {
     // The emitter fires and forgets its PUBLISH; a failed one (Redis down, or closing) must not
     // become an unhandled rejection, which would end the process. A lost action is sent again
-    // when the computer next says hello (`DesktopInbox.welcomed`); one never answered fails its
-    // task through the reconcile sweep's act timeout.
+    // when the computer next says hello (`DesktopInbox.welcomed`) and by the reconcile sweep
+    // (after Redis comes back, and once unanswered for a while); one never answered fails its
+    // task through the sweep's act timeout.
     const publisher = { publish: (channel: string, message: string | Buffer) => redis.publish(channel, message).catch(() => 0) };
     this.desktop = new Emitter(publisher, { key: socketIoKey(prefix) }).of(DESKTOP_NAMESPACE);
   }

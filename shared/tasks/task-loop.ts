@@ -135,6 +135,12 @@ function judgeWithDeclared(decision: Decision, declared: DeclaredCategory | null
   return decision;
 }
 
+/** The action a running task waits for the computer to answer (the first queued one, until its result comes), as it was sent. */
+function awaitedAct(row: TaskRow): ActMessage | null {
+  const action = row.queued_actions[0];
+  return row.status === 'running' && row.phase === 'computer' && row.awaiting_act_id && action ? { task_id: row.id, act_id: row.awaiting_act_id, action } : null;
+}
+
 /** The id of a task's `n`th step job (numbered from 1). */
 export const stepJobId = (taskId: string, n: number) => jobId('step', taskId, n);
 /** The id of a task's scope-check job; numbered like the step job that began the task, so the steps count on from it. */
@@ -930,10 +936,7 @@ export class TaskLoop {
       const category = pending.category as GuardrailCategory | null;
       show.push({ kind: 'approval', task_id: row.id, approval_id: pending.approval_id, what: pending.what, risk: pending.risk, category });
     }
-    // The action out now is the first queued one until its result comes (`receiveResult`).
-    const action = row.queued_actions[0];
-    const act = row.phase === 'computer' && row.awaiting_act_id && action ? { task_id: row.id, act_id: row.awaiting_act_id, action } : null;
-    return { show, act };
+    return { show, act: awaitedAct(row) };
   }
 
   /** The person typed a secret the agent was not allowed to type; recorded for the history. */
@@ -1014,7 +1017,8 @@ export class TaskLoop {
    * job was never added because Redis did not answer) gets that job again, as does a lost tool
    * call; a task whose step job failed or finished without moving it on (its worker died with
    * it) fails with "server restarted" instead of hanging; a task past its running-time limit
-   * while waiting on the computer or a tool fails too. `quietMs`: tasks changed more recently
+   * while waiting on the computer or a tool fails too; an act the computer has not answered is
+   * sent again (same act_id) until it answers or the act timeout fails the task. `quietMs`: tasks changed more recently
    * are left alone (their jobs are normally on their way); 0 right after Redis lost its data.
    */
   async reconcile(quietMs = 30_000): Promise<number> {
@@ -1051,7 +1055,18 @@ export class TaskLoop {
       }
       const limit = row.agent_config.guardrails.max_minutes;
       if (!reason && limit !== null && row.status === 'running' && activeMs(row, now) >= limit * 60_000) reason = `Reached the limit of ${limit} running minutes`;
-      if (!reason) continue;
+      if (!reason) {
+        // An act still unanswered (for `quietMs`, or at once after Redis came back) is sent again
+        // with its act_id: the first copy may have been published while the web process holding
+        // the computer was not subscribed (Redis restarting). The app runs an act_id once and
+        // repeats its result, and a repeated result is ignored, so a copy too many costs nothing.
+        const act = awaitedAct(row);
+        if (act) {
+          this.deps.link.send(row.session_id, DesktopEvents.act, act);
+          this.deps.logger.info({ task_id: row.id, act_id: act.act_id, waited_ms: now.getTime() - (row.phase_since?.getTime() ?? now.getTime()) }, 'action sent again: no result yet');
+        }
+        continue;
+      }
       const expectedJob = row.current_job_id;
       await this.change(row.id, async (change) => {
         if (isDone(change.row.status) || change.row.current_job_id !== expectedJob || change.row.updated_at.getTime() !== row.updated_at.getTime()) return;

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createApp } from '../../api/app';
 import { koaPath } from '../../api/routing';
+import { isLegacyPath } from '../../api/legacy-paths';
 import { startTestService, type TestService } from '../support/service';
 
 describe('GET /openapi.json', () => {
@@ -32,6 +33,33 @@ describe('GET /openapi.json', () => {
     }
     expect([...served].sort()).to.deep.equal([...documented].sort());
     expect(served.size).to.be.greaterThan(3);
+  });
+
+  it('documents 503 unavailable with Retry-After for every operation that uses PostgreSQL or Redis, declared once', () => {
+    const resolve = (response: any) => (response?.$ref ? document.components.responses[response.$ref.split('/').pop()] : response);
+    const without = new Set(['/healthz', '/readyz', '/openapi.json']);
+    let counted = 0;
+    for (const [path, operations] of Object.entries(document.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const unavailable = resolve(operation.responses['503']);
+        if (without.has(path)) {
+          expect(unavailable?.description ?? '', `${method} ${path}`).not.to.include('unavailable');
+          continue;
+        }
+        expect(unavailable, `${method} ${path} documents 503`).to.be.an('object');
+        expect(unavailable.description, `${method} ${path}`).to.include('`unavailable`');
+        expect(unavailable.headers['Retry-After'].schema).to.include({ type: 'integer' });
+        const schema = isLegacyPath(path) ? '#/components/schemas/LegacyError' : '#/components/schemas/Error';
+        expect(unavailable.content['application/json'].schema.$ref, `${method} ${path}`).to.equal(schema);
+        counted++;
+      }
+    }
+    expect(counted).to.be.greaterThan(30);
+    expect(document.paths['/v1/tasks/{task_id}'].get.responses['503']).to.deep.equal({ $ref: '#/components/responses/Unavailable' });
+    // An operation with a 503 of its own keeps it beside `unavailable`.
+    const start = document.paths['/v1/sessions/{session_id}/tasks'].post.responses['503'];
+    expect(start.description).to.include('model_unavailable').and.include('`unavailable`');
+    expect(document.paths['/readyz'].get.responses['503'].description).to.include('not_ready');
   });
 
   it('documents the error shape for every /v1 operation', () => {

@@ -15,7 +15,9 @@ export interface RedisWatch {
  * A marker key written with SET NX tells: when the clock finds it missing, Redis lost its data,
  * so the clock registers the sweep's schedule again and queues one sweep at once with
  * `quiet_ms: 0`, which queues from PostgreSQL every task's next step, lost tool calls, undispatched
- * org events and due deliveries, and times out overdue approvals and sessions. The same sweep
+ * org events and due deliveries, sends again the action each task waits for on its computer (a
+ * copy published while the web processes' subscriptions were down reached nobody), and times out
+ * overdue approvals and sessions. The same sweep
  * runs whenever Redis answers again after an outage, a reconnect or a stall (Redis may have kept its data,
  * but requests meanwhile committed work whose jobs it could not take: a task started while Redis
  * was down runs then). Several clocks may run: the marker is set by one, the sweep's job id is
