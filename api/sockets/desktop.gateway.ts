@@ -143,10 +143,16 @@ export function attachDesktopGateway(server: http.Server, container: Container, 
             const answer = await track(inbox.receive(data, event, payload));
             if (typeof ack === 'function') ack(answer ?? { ok: true });
           } catch (error) {
-            log.warn({ err: error, event, code: data.code }, 'desktop message refused');
-            // The app hears why, with the service's code (customer_answers_off, already_answered…).
-            const refusal = error instanceof ApiError ? { code: error.code, ...error.extra } : {};
-            if (typeof ack === 'function') ack({ ok: false, message: (error as Error).message, ...refusal });
+            // The app hears why, with the service's code (customer_answers_off, already_answered…);
+            // anything unexpected (a database error, a bug) only as a generic refusal: its text is
+            // the service's, not the app's to read.
+            if (error instanceof ApiError) {
+              log.warn({ err: error, event, code: data.code }, 'desktop message refused');
+              if (typeof ack === 'function') ack({ ok: false, message: error.message, code: error.code, ...error.extra });
+            } else {
+              log.error({ err: error, event, code: data.code }, 'desktop message failed');
+              if (typeof ack === 'function') ack({ ok: false, message: 'The service could not take this message; send it again.' });
+            }
           }
         });
       }

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import type { DesktopInbox } from '../desktop/inbox';
 import { DesktopEvents, type ResultMessage } from '../desktop/protocol';
+import { invalidRequest } from '../errors';
 import type { Logger } from '../logger';
 import type { TaskLoop } from './task-loop';
 
@@ -50,11 +51,11 @@ export function taskDesktopInbox(loop: TaskLoop, logger: Logger): DesktopInbox {
     },
     async receive(session, event, payload) {
       if (event === DesktopEvents.result) {
-        if (!validateResult(payload)) throw new Error(`malformed result: ${ajv.errorsText(validateResult.errors)}`);
-        if (!isPng(payload.result.screenshot)) throw new Error('malformed result: screenshot must be PNG bytes');
+        if (!validateResult(payload)) throw invalidRequest(`malformed result: ${ajv.errorsText(validateResult.errors)}`);
+        if (!isPng(payload.result.screenshot)) throw invalidRequest('malformed result: screenshot must be PNG bytes');
         return loop.receiveResult(session.code, payload as unknown as ResultMessage, session.context);
       }
-      if (!validatePerson(payload)) throw new Error(`malformed person message: ${ajv.errorsText(validatePerson.errors)}`);
+      if (!validatePerson(payload)) throw invalidRequest(`malformed person message: ${ajv.errorsText(validatePerson.errors)}`);
       const owned = await loop.ownsTask(session.code, payload.task_id);
       if (!owned) return { ok: false, message: 'That task does not run on this computer' };
       switch (payload.kind) {
