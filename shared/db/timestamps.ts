@@ -1,9 +1,9 @@
 /**
  * Timestamps as the API shows them. The API's reads of its objects (prepared statements, see
  * docs/benchmarks.md, reads) have PostgreSQL write their `timestamptz` columns as the API's text:
- * pg's parsing of each into a `Date` and the mapper's `toISOString()` of it cost more than the
- * rest of the row (a page of 20 sessions holds 80 of them). Rows read through Knex still carry
- * `Date`s; `isoTimestamp` gives the API's text from either.
+ * pg's parsing of each into a `Date` and the mapper's `toISOString()` of it cost about as much as
+ * parsing, mapping and serialising the rest of the row (a page of 20 sessions holds 80 of them).
+ * Rows read through Knex still carry `Date`s; `isoTimestamp` gives the API's text from either.
  */
 
 /** `Date.prototype.toISOString()`'s text of a timestamp: UTC, milliseconds, `2026-11-25T12:00:38.838Z`. */
