@@ -1,5 +1,6 @@
 import type { Knex } from './db/knex';
 import { listReader, type ListParameter } from './db/batched-reads';
+import { selectColumns } from './db/timestamps';
 import { invalidRequest } from './errors';
 
 /** The spec's list envelope. */
@@ -69,6 +70,8 @@ export interface PagedTable {
   table: string;
   /** The columns read, named (a prepared `select *` fails once a migration adds a column under a running process). */
   columns: readonly string[];
+  /** Of `columns`, the `timestamptz` ones to read as the API's text (`IsoTimestamp`, shared/db/timestamps.ts) rather than as `Date`. */
+  timestamps?: readonly string[];
   seqColumn?: string;
 }
 
@@ -86,7 +89,7 @@ function pageQuery(spec: PagedTable, filters: string[], withCursor: boolean): { 
       ...(withCursor ? [{ name: 'before', type: 'bigint' as const }] : []),
       { name: 'lim', type: 'integer' },
     ],
-    query: `select ${spec.columns.map((column) => `"${column}"`).join(', ')} from ${spec.table}
+    query: `select ${selectColumns(spec.columns, spec.timestamps)} from ${spec.table}
              where ${conditions.join(' and ')} order by "${seq}" desc limit k.lim`,
   };
 }

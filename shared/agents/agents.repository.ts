@@ -5,6 +5,7 @@
  */
 import { isTransaction, type Knex } from '../db/knex';
 import { keyedReader, listReader, type KeyedRead, type ListParameter } from '../db/batched-reads';
+import { selectColumns, type IsoTimestamp } from '../db/timestamps';
 import type { Actor } from '../audit/actor';
 
 type Db = Knex | Knex.Transaction;
@@ -20,11 +21,12 @@ export interface AgentRow {
   draft: unknown | null;
   draft_based_on_version: number | null;
   draft_restored_from_version: number | null;
-  draft_saved_at: Date | null;
+  /** Timestamps are `Date`s read through Knex, the API's text from the prepared reads (shared/db/timestamps.ts). */
+  draft_saved_at: Date | IsoTimestamp | null;
   draft_saved_by: Actor;
-  created_at: Date;
+  created_at: Date | IsoTimestamp;
   created_by: Actor;
-  updated_at: Date;
+  updated_at: Date | IsoTimestamp;
   updated_by: Actor;
 }
 
@@ -42,7 +44,8 @@ export interface VersionRow extends Record<string, unknown> {
   based_on_version: number | null;
   restored_from_version: number | null;
   undone_versions: number[];
-  created_at: Date;
+  /** A `Date` read through Knex, the API's text from the prepared reads (shared/db/timestamps.ts). */
+  created_at: Date | IsoTimestamp;
   created_by: Actor;
 }
 
@@ -61,15 +64,18 @@ const AGENT_COLUMNS = [
   'seq', 'org_id', 'agent_id', 'version', 'is_default', 'draft', 'draft_based_on_version', 'draft_restored_from_version',
   'draft_saved_at', 'draft_saved_by', 'created_at', 'created_by', 'updated_at', 'updated_by',
 ] as const;
+const AGENT_TIMESTAMPS = ['draft_saved_at', 'created_at', 'updated_at'] as const;
 const VERSION_COLUMNS = ['org_id', 'agent_id', 'version', 'config', 'origin', 'based_on_version', 'restored_from_version', 'undone_versions', 'created_at', 'created_by'] as const;
+const VERSION_TIMESTAMPS = ['created_at'] as const;
 const columnsOf = (alias: string, columns: readonly string[]) => columns.map((column) => `${alias}."${column}"`).join(', ');
-const WITH_CONFIG_SQL = `select ${columnsOf('a', AGENT_COLUMNS)}, v.config as published_config
+const WITH_CONFIG_SQL = `select ${selectColumns(AGENT_COLUMNS, AGENT_TIMESTAMPS, 'a')}, v.config as published_config
    from agents a join agent_versions v on v.org_id = a.org_id and v.agent_id = a.agent_id and v.version = a.version`;
 
 const AGENT_WITH_CONFIG: KeyedRead = {
   name: 'agents-with-config-by-id',
   table: 'agents',
   columns: AGENT_COLUMNS,
+  timestamps: AGENT_TIMESTAMPS,
   idColumn: 'agent_id',
   joined: { select: 'v.config as published_config', join: 'join agent_versions v on v.org_id = t.org_id and v.agent_id = t.agent_id and v.version = t.version' },
 };
@@ -196,7 +202,7 @@ const versionsPage = (withCursor: boolean) => ({
   query: `select a.version as published_version, ${columnsOf('v', VERSION_COLUMNS)}
        from agents a
        left join lateral (
-         select ${columnsOf('x', VERSION_COLUMNS)} from agent_versions x
+         select ${selectColumns(VERSION_COLUMNS, VERSION_TIMESTAMPS, 'x')} from agent_versions x
           where x.org_id = a.org_id and x.agent_id = a.agent_id ${withCursor ? 'and x.version < k.before' : ''}
           order by x.version desc limit k.lim
        ) v on true

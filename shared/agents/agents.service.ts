@@ -1,4 +1,5 @@
 import type { Knex } from '../db/knex';
+import { isoTimestamp } from '../db/timestamps';
 import type { Config } from '../config';
 import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
@@ -151,8 +152,6 @@ function configChanges(input: Record<string, unknown>): { changes: AgentConfigCh
   for (const key of CONFIG_KEYS) if (input[key] !== undefined) changes[key] = input[key];
   return { changes: changes as AgentConfigChanges, fields: Object.keys(changes) };
 }
-
-const iso = (value: Date | null) => (value ? value.toISOString() : null);
 
 /**
  * Agents: versioned configs with a draft, publishing, restore and the org's default agent.
@@ -560,10 +559,10 @@ export class AgentService {
       has_draft: hasDraft,
       created_by: row.created_by ?? null,
       updated_by: row.updated_by ?? null,
-      created_at: iso(row.created_at),
-      updated_at: iso(row.updated_at),
+      created_at: isoTimestamp(row.created_at),
+      updated_at: isoTimestamp(row.updated_at),
       based_on_version: hasDraft ? row.draft_based_on_version! : row.version,
-      saved_at: hasDraft ? iso(row.draft_saved_at) : null,
+      saved_at: hasDraft ? isoTimestamp(row.draft_saved_at) : null,
       saved_by: hasDraft ? (row.draft_saved_by ?? null) : null,
     };
   }
@@ -592,7 +591,7 @@ export class AgentService {
       based_on_version: row.based_on_version,
       restored_from_version: row.restored_from_version,
       undone_versions: row.undone_versions ?? [],
-      created_at: row.created_at.toISOString(),
+      created_at: isoTimestamp(row.created_at),
       created_by: row.created_by ?? null,
     };
   }

@@ -1,4 +1,5 @@
 import type { Knex } from '../db/knex';
+import type { IsoTimestamp } from '../db/timestamps';
 import { newId } from '../ids';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { Actor } from './actor';
@@ -35,7 +36,8 @@ interface AuditRow extends Record<string, unknown> {
   object_id: string;
   data: Record<string, unknown>;
   request_id: string | null;
-  created_at: Date;
+  /** Read as the API's text (shared/db/timestamps.ts). */
+  created_at: IsoTimestamp;
 }
 
 function toEntry(row: AuditRow): AuditEntry {
@@ -48,7 +50,7 @@ function toEntry(row: AuditRow): AuditEntry {
     actor: row.actor ?? null,
     data: row.data,
     request_id: row.request_id,
-    created_at: row.created_at.toISOString(),
+    created_at: row.created_at,
   };
 }
 
@@ -78,7 +80,7 @@ const AUDIT_COLUMNS = ['seq', 'id', 'actor', 'action', 'object_type', 'object_id
 export function listAudit(db: Knex, orgId: string, filter: AuditFilter, page: PageRequest): Promise<Page<AuditEntry>> {
   return preparedPage<AuditRow, AuditEntry>(
     db,
-    { table: 'audit_log', columns: AUDIT_COLUMNS },
+    { table: 'audit_log', columns: AUDIT_COLUMNS, timestamps: ['created_at'] },
     orgId,
     { object_type: filter.objectType || undefined, object_id: filter.objectId || undefined, action: filter.action || undefined },
     page,

@@ -1,5 +1,6 @@
 import { MicroBatcher } from '../webhooks/micro-batcher';
 import { runPrepared, type Knex, type PreparedStatement } from './knex';
+import { selectColumns } from './timestamps';
 
 /** A table's rows read by their id within an org (`id`, `org_id` or the table's own names). */
 export interface KeyedRead {
@@ -8,6 +9,8 @@ export interface KeyedRead {
   table: string;
   /** The columns read, named (a prepared `select *` fails once a migration adds a column under a running process). */
   columns: readonly string[];
+  /** Of `columns`, the `timestamptz` ones to read as the API's text (`IsoTimestamp`, ./timestamps.ts) rather than as `Date`. */
+  timestamps?: readonly string[];
   /** The row's unique key within the org: `id`, `code`… */
   idColumn: string;
   /** More of the row from another table: `select` expressions and the `join` (the table is `t`). */
@@ -33,7 +36,7 @@ export class KeyedReader<Row> {
     for (const name of [spec.table, spec.idColumn, ...spec.columns]) if (!/^[a-z_]+$/.test(name)) throw new Error(`not a column or table name: ${name}`);
     this.statement = {
       name: spec.name,
-      text: `select k.n as batch_index, ${spec.columns.map((column) => `t."${column}"`).join(', ')}${spec.joined ? `, ${spec.joined.select}` : ''}
+      text: `select k.n as batch_index, ${selectColumns(spec.columns, spec.timestamps, 't')}${spec.joined ? `, ${spec.joined.select}` : ''}
                from unnest($1::text[], $2::text[]) with ordinality as k(id, org_id, n)
                join ${spec.table} t on t."${spec.idColumn}" = k.id and t.org_id = k.org_id
                ${spec.joined?.join ?? ''}`,

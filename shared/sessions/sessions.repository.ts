@@ -1,6 +1,7 @@
 import type { Knex } from '../db/knex';
 import { keyedReader } from '../db/batched-reads';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
+import type { WithIsoTimestamps } from '../db/timestamps';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
 
 export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
@@ -66,17 +67,19 @@ export interface SessionFilter {
 export const SESSION_OBJECT_COLUMNS = [
   'seq', 'code', 'org_id', 'agent_id', 'invite_url', 'status', 'device', 'metadata', 'created_at', 'paired_at', 'last_active_at', 'expires_at', 'task_count', 'latest_task_id',
 ] as const;
-export type SessionObjectRow = Pick<SessionRow, (typeof SESSION_OBJECT_COLUMNS)[number]>;
+/** Of those, the timestamps: the API's reads have them as its text (shared/db/timestamps.ts). */
+const SESSION_OBJECT_TIMESTAMPS = ['created_at', 'paired_at', 'last_active_at', 'expires_at'] as const;
+export type SessionObjectRow = WithIsoTimestamps<Pick<SessionRow, (typeof SESSION_OBJECT_COLUMNS)[number]>, (typeof SESSION_OBJECT_TIMESTAMPS)[number]>;
 
 /** The org's session as its API object needs it, with the other reads of sessions of the same turn in one prepared statement. */
 export function readSessionObject(db: Knex, orgId: string, code: string): Promise<SessionObjectRow | undefined> {
-  return keyedReader<SessionObjectRow>(db, { name: 'session-objects', table: 'sessions', columns: SESSION_OBJECT_COLUMNS, idColumn: 'code' }).read(orgId, code);
+  return keyedReader<SessionObjectRow>(db, { name: 'session-objects', table: 'sessions', columns: SESSION_OBJECT_COLUMNS, timestamps: SESSION_OBJECT_TIMESTAMPS, idColumn: 'code' }).read(orgId, code);
 }
 
 export function listSessions<T>(db: Knex, orgId: string, filter: SessionFilter, page: PageRequest, toObject: (row: SessionObjectRow) => T): Promise<Page<T>> {
   return preparedPage<SessionObjectRow, T>(
     db,
-    { table: 'sessions', columns: SESSION_OBJECT_COLUMNS },
+    { table: 'sessions', columns: SESSION_OBJECT_COLUMNS, timestamps: SESSION_OBJECT_TIMESTAMPS },
     orgId,
     { status: filter.status || undefined, agent_id: filter.agentId || undefined },
     page,

@@ -1,4 +1,5 @@
 import type { Knex } from '../db/knex';
+import { isoTimestamp } from '../db/timestamps';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import type { Actor } from '../audit/actor';
@@ -59,10 +60,10 @@ export function toSession(row: SessionObjectRow): Session {
     status: row.status,
     device: row.device,
     metadata: row.metadata,
-    created_at: row.created_at.toISOString(),
-    paired_at: row.paired_at?.toISOString() ?? null,
-    last_active_at: row.last_active_at?.toISOString() ?? null,
-    expires_at: row.expires_at?.toISOString() ?? null,
+    created_at: isoTimestamp(row.created_at),
+    paired_at: isoTimestamp(row.paired_at),
+    last_active_at: isoTimestamp(row.last_active_at),
+    expires_at: isoTimestamp(row.expires_at),
     task_count: row.task_count,
     latest_task_id: row.latest_task_id,
   };

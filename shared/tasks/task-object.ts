@@ -1,3 +1,4 @@
+import { isoTimestamp } from '../db/timestamps';
 import type { TaskEventRow, TaskObjectRow, TaskRow } from './tasks.repository';
 
 /** The open question or approval of a task (`task.pending`). */
@@ -76,8 +77,8 @@ export function toTask(row: TaskObjectRow, baseUrl: string, now: Date): Task {
     pending: row.pending,
     cursor: row.cursor,
     metadata: row.metadata,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
+    created_at: isoTimestamp(row.created_at),
+    updated_at: isoTimestamp(row.updated_at),
     active_seconds: Math.floor(activeMs(row, now) / 1000),
     billed_minutes: row.billed_minutes,
     replay_url: `${baseUrl}/console/tasks/${row.id}`,

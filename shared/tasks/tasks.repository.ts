@@ -1,5 +1,6 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { keyedReader, listReader, type ListParameter } from '../db/batched-reads';
+import { selectColumns, type WithIsoTimestamps } from '../db/timestamps';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { DesktopAction, Observation } from '../desktop/protocol';
 import type { AgentConfig } from '../agents/agent-config';
@@ -60,7 +61,9 @@ export const TASK_OBJECT_COLUMNS = [
   'id', 'org_id', 'session_id', 'agent_id', 'agent_version', 'agent_draft', 'request_id', 'status', 'prompt', 'result', 'error',
   'pending', 'cursor', 'metadata', 'created_at', 'updated_at', 'active_ms', 'running_since', 'billed_minutes', 'frames',
 ] as const;
-export type TaskObjectRow = Pick<TaskRow, (typeof TASK_OBJECT_COLUMNS)[number]>;
+/** Of those, the timestamps the API shows: its reads have them as its text (shared/db/timestamps.ts). */
+const TASK_OBJECT_TIMESTAMPS = ['created_at', 'updated_at'] as const;
+export type TaskObjectRow = WithIsoTimestamps<Pick<TaskRow, (typeof TASK_OBJECT_COLUMNS)[number]>, (typeof TASK_OBJECT_TIMESTAMPS)[number]>;
 const JSON_COLUMNS = new Set(['agent_config', 'metadata', 'pending', 'queued_actions', 'turn_results', 'last_outcome', 'model_state', 'observation', 'guard_state']);
 
 function toDbValues(values: Partial<TaskRow>): Record<string, unknown> {
@@ -87,7 +90,7 @@ export async function findTask(db: Db, orgId: string, id: string): Promise<TaskR
  * state) that a read would otherwise fetch and parse for nothing.
  */
 export function readTaskObject(db: Knex, orgId: string, id: string): Promise<TaskObjectRow | undefined> {
-  return keyedReader<TaskObjectRow>(db, { name: 'task-objects', table: 'tasks', columns: TASK_OBJECT_COLUMNS, idColumn: 'id' }).read(orgId, id);
+  return keyedReader<TaskObjectRow>(db, { name: 'task-objects', table: 'tasks', columns: TASK_OBJECT_COLUMNS, timestamps: TASK_OBJECT_TIMESTAMPS, idColumn: 'id' }).read(orgId, id);
 }
 
 /** By id alone: workers and the desktop gateway do not act for an org. */
@@ -155,7 +158,7 @@ export interface TaskFilter {
 export function listTasks<T>(db: Knex, orgId: string, filter: TaskFilter, page: PageRequest, toObject: (row: TaskObjectRow) => T): Promise<Page<T>> {
   return preparedPage<TaskObjectRow & { seq: number }, T>(
     db,
-    { table: 'tasks', columns: [...TASK_OBJECT_COLUMNS, 'seq'] },
+    { table: 'tasks', columns: [...TASK_OBJECT_COLUMNS, 'seq'], timestamps: TASK_OBJECT_TIMESTAMPS },
     orgId,
     { session_id: filter.sessionId || undefined, agent_id: filter.agentId || undefined, status: filter.status || undefined },
     page,
@@ -274,7 +277,7 @@ const TASK_AND_EVENTS_AFTER = {
     { name: 'task_id', type: 'text' },
     { name: 'org_id', type: 'text' },
   ] as ListParameter[],
-  query: `select ${TASK_OBJECT_COLUMNS.map((column) => `t."${column}"`).join(', ')}, coalesce(e.events, '[]'::json) as events
+  query: `select ${selectColumns(TASK_OBJECT_COLUMNS, TASK_OBJECT_TIMESTAMPS, 't')}, coalesce(e.events, '[]'::json) as events
        from tasks t
        left join lateral (
          select json_agg(x order by x.cursor) as events

@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { recordAudit } from '../../shared/audit/audit.repository';
 import { keyedReader, listReader } from '../../shared/db/batched-reads';
+import { createKnex } from '../../shared/db/knex';
+import { listSessions, readSessionObject } from '../../shared/sessions/sessions.repository';
+import { toSession } from '../../shared/sessions/sessions.service';
 import { startTestService, type TestService } from '../support/service';
 
 /**
@@ -74,5 +77,28 @@ describe('reads batched in one statement per turn', () => {
     expect(listed[0]!.map((row) => row.object_id)).to.deep.equal(['org2_thing_0', 'org2_thing_1', 'org2_thing_2']);
     expect(listed[1]).to.deep.equal([]);
     expect(listed[2]!.map((row) => row.object_id)).to.deep.equal(['org0_thing_0', 'org0_thing_1', 'org0_thing_2', 'org0_thing_3', 'org0_thing_4']);
+  });
+
+  it("reads the objects' timestamps as the API shows them, whatever the database session's time zone", async () => {
+    const org = orgs[0]!;
+    // Made through Knex, whose rows carry Dates: the reference text.
+    const created = await service.api(org.key, 'POST', '/v1/sessions', {});
+    expect(created.status).to.equal(200);
+    const url = new URL(service.running.container.config.databaseUrl);
+    url.searchParams.set('options', '-c TimeZone=Asia/Kolkata');
+    const db = createKnex(url.toString(), { min: 0, max: 1 });
+    try {
+      expect((await db.raw('show timezone')).rows[0].TimeZone).to.equal('Asia/Kolkata');
+      const timestamps = (session: Record<string, unknown>) => ({ created_at: session.created_at, paired_at: session.paired_at, last_active_at: session.last_active_at, expires_at: session.expires_at });
+      const expected = timestamps(created.body);
+      expect(expected.created_at).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      const one = await readSessionObject(db, org.orgId, created.body.code);
+      expect(timestamps(toSession(one!) as unknown as Record<string, unknown>)).to.deep.equal(expected);
+      const page = await listSessions(db, org.orgId, {}, { limit: 20, cursor: null }, toSession);
+      const listed = page.data.find((session) => session.code === created.body.code);
+      expect(timestamps(listed as unknown as Record<string, unknown>)).to.deep.equal(expected);
+    } finally {
+      await db.destroy();
+    }
   });
 });
