@@ -55,13 +55,18 @@ export async function paginate<Row extends Record<string, unknown>, T>(
 ): Promise<Page<T>> {
   if (page.cursor !== null) query.where(seqColumn, '<', decodeCursor(page.cursor, seqMax));
   const rows = (await query.orderBy(seqColumn, 'desc').limit(page.limit + 1)) as Row[];
-  const hasMore = rows.length > page.limit;
-  const pageRows = hasMore ? rows.slice(0, page.limit) : rows;
+  return toPage(rows, page.limit, toObject, seqColumn.split('.').pop()!);
+}
+
+/** The page of `rows` (read with one more than `limit`, newest first), its cursor from the last row's `seqColumn`. */
+function toPage<Row extends Record<string, unknown>, T>(rows: Row[], limit: number, toObject: (row: Row) => T, seqColumn: string): Page<T> {
+  const hasMore = rows.length > limit;
+  const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];
   return {
     data: pageRows.map(toObject),
     has_more: hasMore,
-    next_cursor: hasMore && last ? encodeCursor(Number(last[seqColumn.split('.').pop()!])) : null,
+    next_cursor: hasMore && last ? encodeCursor(Number(last[seqColumn])) : null,
   };
 }
 
@@ -115,12 +120,5 @@ export async function preparedPage<Row extends Record<string, unknown>, T>(
   const shape = pageQuery(spec, given.map(([column]) => column), cursor.length > 0);
   const reader = listReader<Row>(db, shape.name, shape.parameters, shape.query);
   const rows = await reader.read([orgId, ...given.map(([, value]) => value), ...cursor, page.limit + 1]);
-  const hasMore = rows.length > page.limit;
-  const pageRows = hasMore ? rows.slice(0, page.limit) : rows;
-  const last = pageRows[pageRows.length - 1];
-  return {
-    data: pageRows.map(toObject),
-    has_more: hasMore,
-    next_cursor: hasMore && last ? encodeCursor(Number(last[spec.seqColumn ?? 'seq'])) : null,
-  };
+  return toPage(rows, page.limit, toObject, spec.seqColumn ?? 'seq');
 }

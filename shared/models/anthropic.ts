@@ -37,7 +37,7 @@ import {
   type TurnOutcome,
 } from './model.types';
 import { fitWithin, resizePng } from './screenshots';
-import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, sdkFetch, toModelError, type VendorBackendOptions } from './vendor-http';
+import { sdkClientOptions, toModelError, type VendorBackendOptions } from './vendor-http';
 import { anthropicText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, scopeJudgeQuestion } from './scope-judge';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
@@ -353,13 +353,7 @@ export class AnthropicBackend implements ModelBackend {
   private readonly client: Anthropic;
 
   constructor(options: VendorBackendOptions) {
-    this.client = new Anthropic({
-      apiKey: options.apiKey,
-      baseURL: options.baseUrl || ANTHROPIC_DEFAULT_BASE_URL,
-      maxRetries: Math.max(0, options.retry?.retries ?? DEFAULT_RETRIES),
-      timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      fetch: sdkFetch(options),
-    });
+    this.client = new Anthropic(sdkClientOptions(options, ANTHROPIC_DEFAULT_BASE_URL));
   }
 
   /** The scope check: one plain Messages request (no tools) whose answer is a JSON verdict. */

@@ -31,7 +31,7 @@ import {
   type TurnOutcome,
 } from './model.types';
 import { blankPng, resizePng } from './screenshots';
-import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_MS, sdkFetch, toModelError, type VendorBackendOptions } from './vendor-http';
+import { sdkClientOptions, toModelError, type VendorBackendOptions } from './vendor-http';
 import { openaiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, SCOPE_JUDGE_RETRY, scopeJudgeQuestion } from './scope-judge';
 
 /** The API base including `/v1`, as OpenAI's own clients take `OPENAI_BASE_URL`. */
@@ -299,13 +299,7 @@ export class OpenAIBackend implements ModelBackend {
   private readonly client: OpenAI;
 
   constructor(options: VendorBackendOptions) {
-    this.client = new OpenAI({
-      apiKey: options.apiKey,
-      baseURL: options.baseUrl || OPENAI_DEFAULT_BASE_URL,
-      maxRetries: Math.max(0, options.retry?.retries ?? DEFAULT_RETRIES),
-      timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      fetch: sdkFetch(options),
-    });
+    this.client = new OpenAI(sdkClientOptions(options, OPENAI_DEFAULT_BASE_URL));
   }
 
   /**

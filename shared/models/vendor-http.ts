@@ -97,6 +97,20 @@ function parseJson(text: string): unknown {
 }
 
 /**
+ * The client options the Anthropic and OpenAI SDKs share: key, base URL, their own retries
+ * (which honour `Retry-After` and `x-should-retry`), the per-attempt timeout and `sdkFetch`.
+ */
+export function sdkClientOptions(options: VendorBackendOptions, defaultBaseUrl: string) {
+  return {
+    apiKey: options.apiKey,
+    baseURL: options.baseUrl || defaultBaseUrl,
+    maxRetries: Math.max(0, options.retry?.retries ?? DEFAULT_RETRIES),
+    timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    fetch: sdkFetch(options),
+  };
+}
+
+/**
  * A fetch for the Anthropic and OpenAI SDKs: answers pass through unchanged, except that a failed
  * answer no retry can fix within this call gets `x-should-retry: false` (see the file comment).
  */

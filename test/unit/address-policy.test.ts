@@ -1,22 +1,10 @@
-import type { LookupAddress } from 'node:dns';
 import { expect } from 'chai';
 import {
   checkUrlForRegistration,
   isPublicAddress,
   type HostResolver,
 } from '../../shared/http/address-policy';
-
-/** Our DNS boundary, answered from a table; records every name it is asked about. */
-function fakeResolver(table: Record<string, string[]>): HostResolver & { asked: string[] } {
-  const asked: string[] = [];
-  const resolve = async (hostname: string): Promise<LookupAddress[]> => {
-    asked.push(hostname);
-    const addresses = table[hostname];
-    if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
-    return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
-  return Object.assign(resolve, { asked });
-}
+import { tableResolver } from '../support/table-resolver';
 
 const REFUSED_IPV4 = [
   '0.0.0.0', '0.1.2.3', // this network
@@ -85,7 +73,7 @@ describe('shared/http/address-policy', () => {
     };
 
     it('accepts an https URL whose name resolves only to public addresses, and returns the parsed URL', async () => {
-      const resolve = fakeResolver(publicTable);
+      const resolve = tableResolver(publicTable);
       const check = await checkUrlForRegistration('https://hooks.example.com:8443/deskhand?x=1', { allowPrivate: false, resolve });
       expect(check.ok).to.equal(true);
       if (check.ok) expect(check.url.href).to.equal('https://hooks.example.com:8443/deskhand?x=1');
@@ -93,7 +81,7 @@ describe('shared/http/address-policy', () => {
     });
 
     it('accepts a public literal address without resolving anything', async () => {
-      const resolve = fakeResolver({});
+      const resolve = tableResolver({});
       for (const url of ['https://8.8.8.8/hook', 'https://[2606:4700:4700::1111]/hook']) {
         expect((await checkUrlForRegistration(url, { allowPrivate: false, resolve })).ok, url).to.equal(true);
       }
@@ -101,7 +89,7 @@ describe('shared/http/address-policy', () => {
     });
 
     it('refuses plain http, other schemes and unparsable URLs', async () => {
-      const resolve = fakeResolver(publicTable);
+      const resolve = tableResolver(publicTable);
       const cases: Array<[string, RegExp]> = [
         ['http://hooks.example.com/', /https/],
         ['ftp://hooks.example.com/', /https/],
@@ -118,7 +106,7 @@ describe('shared/http/address-policy', () => {
     });
 
     it('refuses credentials in the URL', async () => {
-      const resolve = fakeResolver(publicTable);
+      const resolve = tableResolver(publicTable);
       for (const url of ['https://user:pass@hooks.example.com/', 'https://user@hooks.example.com/', 'https://:pass@hooks.example.com/']) {
         const check = await checkUrlForRegistration(url, { allowPrivate: false, resolve });
         expect(check, url).to.deep.equal({ ok: false, reason: 'the URL must not contain a user name or password' });
@@ -138,7 +126,7 @@ describe('shared/http/address-policy', () => {
     ];
     for (const url of LITERAL_URLS) {
       it(`refuses the literal address in ${url} without resolving`, async () => {
-        const resolve = fakeResolver({});
+        const resolve = tableResolver({});
         const check = await checkUrlForRegistration(url, { allowPrivate: false, resolve });
         expect(check).to.deep.equal({ ok: false, reason: 'the host is a private, local or reserved address' });
         expect(resolve.asked).to.deep.equal([]);
@@ -153,7 +141,7 @@ describe('shared/http/address-policy', () => {
     ];
     for (const name of LOCAL_NAMES) {
       it(`refuses the local name ${name} without resolving`, async () => {
-        const resolve = fakeResolver({ [name]: ['93.184.216.34'] });
+        const resolve = tableResolver({ [name]: ['93.184.216.34'] });
         const check = await checkUrlForRegistration(`https://${name}/hook`, { allowPrivate: false, resolve });
         expect(check).to.deep.equal({ ok: false, reason: 'the host is a local or internal name' });
         expect(resolve.asked).to.deep.equal([]);
@@ -161,7 +149,7 @@ describe('shared/http/address-policy', () => {
     }
 
     it('refuses a name if ANY of its answers is not public', async () => {
-      const resolve = fakeResolver({
+      const resolve = tableResolver({
         'rebind.example.com': ['93.184.216.34', '127.0.0.1'],
         'v6-loopback.example.com': ['93.184.216.34', '::1'],
         'mapped.example.com': ['::ffff:10.0.0.1'],
@@ -176,7 +164,7 @@ describe('shared/http/address-policy', () => {
     });
 
     it('refuses a name that does not resolve, resolves to nothing, or takes too long', async () => {
-      const resolve = fakeResolver({ 'empty.example.com': [] });
+      const resolve = tableResolver({ 'empty.example.com': [] });
       for (const host of ['nowhere.example.com', 'empty.example.com']) {
         const check = await checkUrlForRegistration(`https://${host}/`, { allowPrivate: false, resolve });
         expect(check, host).to.deep.equal({ ok: false, reason: 'the host name does not resolve' });
@@ -189,14 +177,14 @@ describe('shared/http/address-policy', () => {
     });
 
     it('never puts resolved addresses in the reason', async () => {
-      const resolve = fakeResolver({ 'inside.example.com': ['10.1.2.3'] });
+      const resolve = tableResolver({ 'inside.example.com': ['10.1.2.3'] });
       const check = await checkUrlForRegistration('https://inside.example.com/', { allowPrivate: false, resolve });
       expect(JSON.stringify(check)).not.to.contain('10.1.2.3');
     });
 
     describe('with allowPrivate (development)', () => {
       it('accepts http, local names and private addresses without resolving', async () => {
-        const resolve = fakeResolver({});
+        const resolve = tableResolver({});
         for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost:3000/', 'https://[::1]/', 'http://receiver.internal/', 'http://2130706433/']) {
           const check = await checkUrlForRegistration(url, { allowPrivate: true, resolve });
           expect(check.ok, url).to.equal(true);
