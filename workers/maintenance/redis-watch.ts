@@ -37,13 +37,16 @@ export function watchRedis(container: Container, options: { sweepEveryMs: number
   const schedule = () =>
     withinDeadline(maintenance.upsertJobScheduler('sweep', { every: options.sweepEveryMs }, { name: 'sweep', data: {} }), config.redisCommandTimeoutMs * 2, 'the sweep schedule');
 
-  const rebuild = async (why: 'empty' | 'reconnected'): Promise<void> => {
+  const rebuild = async (why: 'first' | 'empty' | 'reconnected'): Promise<void> => {
     await schedule();
     const bucket = Math.floor(Date.now() / options.checkEveryMs);
     await queues.enqueue(QUEUE_NAMES.maintenance, 'sweep', { quiet_ms: 0 }, { jobId: jobId('sweep', 'rebuild', bucket) });
     if (why === 'empty') logger.warn('Redis lost its data: the sweep schedule is registered again and a sweep re-queues from PostgreSQL');
+    else if (why === 'first') logger.info('No clock has run on this Redis yet (a first start, or Redis was emptied while no clock ran): the sweep schedule is registered and a sweep re-queues from PostgreSQL');
     else logger.info('Redis is back: a sweep re-queues from PostgreSQL what could not be queued meanwhile');
   };
+  // The marker is missing at the first look on a new Redis (or prefix) as well: not a loss to warn of.
+  let firstLook = true;
 
   const look = async (): Promise<void> => {
     const wasReconnect = reconnected;
@@ -55,7 +58,9 @@ export function watchRedis(container: Container, options: { sweepEveryMs: number
       // rebuilt steps send actions to computers, or those messages reach nobody.
       if (wasReconnect) await new Promise((resolve) => setTimeout(resolve, options.settleMs));
       if (stopped) return;
-      if (empty || wasReconnect) await rebuild(empty ? 'empty' : 'reconnected');
+      const first = firstLook;
+      firstLook = false;
+      if (empty || wasReconnect) await rebuild(empty ? (first ? 'first' : 'empty') : 'reconnected');
       // Whatever removed the schedule alone (an operator, an eviction policy), it comes back.
       else if (!(await withinDeadline(maintenance.getJobScheduler('sweep'), config.redisCommandTimeoutMs, 'the sweep schedule'))) await schedule();
     } catch (error) {
