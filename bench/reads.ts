@@ -4,7 +4,7 @@ import autocannon from 'autocannon';
 import { loadConfig } from '../shared/config';
 import { createContainer } from '../shared/container';
 import { migrateLatest } from '../shared/db/knex';
-import { forkServer, processCpuMs, procfileNodeFlags } from './support/processes';
+import { benchServers, cpuProfileFlags, processCpuMs, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 
 /**
@@ -38,15 +38,6 @@ interface Round {
   cpuMicros: number;
   /** Bytes per response, headers included. */
   bytes: number;
-}
-
-function startChild(file: string, env: Record<string, string>, flags: string[] = []): Promise<{ child: ChildProcess; message: Record<string, unknown> }> {
-  const profile = process.env.BENCH_PROFILE_DIR && env.BENCH_TYPES === 'web' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = forkServer(file, env, [...flags, ...profile]);
-  return new Promise((resolve, reject) => {
-    child.once('message', (message: Record<string, unknown>) => resolve({ child, message }));
-    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
-  });
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -119,27 +110,16 @@ export async function run(): Promise<void> {
   const config = loadConfig({ ...process.env, ...env });
   await migrateLatest(databaseUrl);
 
-  const children: ChildProcess[] = [];
-  // Whatever happens to the bench, its processes go with it.
-  process.once('exit', () => children.forEach((child) => child.kill('SIGKILL')));
-  const spawn = async (file: string, childEnv: Record<string, string>, flags: string[] = []) => {
-    const started = await startChild(file, childEnv, flags);
-    children.push(started.child);
-    return started;
-  };
-  const stop = async (child: ChildProcess) => {
-    const exited = new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve)));
-    child.kill('SIGTERM');
-    await Promise.race([exited, sleep(10_000)]);
-  };
+  const servers = benchServers();
 
   try {
-    const bareChild = await spawn('bare-koa.ts', {}, procfileNodeFlags('web'));
+    const bareChild = await servers.start('bare-koa.ts', {}, procfileNodeFlags('web'));
     const bare: Server = { child: bareChild.child, baseUrl: `http://127.0.0.1:${bareChild.message.port as number}` };
-    const webChild = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'web' }, procfileNodeFlags('web'));
+    // Only the web process is profiled (BENCH_PROFILE_DIR): the reads are its work.
+    const webChild = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'web' }, [...procfileNodeFlags('web'), ...cpuProfileFlags()]);
     const web: Server = { child: webChild.child, baseUrl: `http://127.0.0.1:${webChild.message.port as number}` };
-    const worker = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-agent' }, procfileNodeFlags('worker-agent'));
-    const computers = await spawn('instant-computers.ts', {});
+    const worker = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-agent' }, procfileNodeFlags('worker-agent'));
+    const computers = await servers.start('instant-computers.ts', {});
 
     const container = createContainer(config);
     const { secret } = await container.orgs.create('bench reads');
@@ -176,8 +156,8 @@ export async function run(): Promise<void> {
         }
       }),
     );
-    await stop(computers.child);
-    await stop(worker.child);
+    await servers.stop(computers.child);
+    await servers.stop(worker.child);
     const taskId = taskIds[taskIds.length - 1]!;
     const task = await api('GET', `/v1/tasks/${taskId}`);
     const after = Math.max(0, (task.cursor as number) - 5);
@@ -278,7 +258,7 @@ export async function run(): Promise<void> {
     }
     console.log('target: every read >= 0.25x of bare Koa in the same run');
   } finally {
-    await Promise.all(children.map((child) => stop(child)));
+    await servers.stopAll();
     await dropRedisPrefix(config.redisUrl, prefix);
   }
 }

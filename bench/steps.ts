@@ -1,10 +1,9 @@
-import type { ChildProcess } from 'node:child_process';
 import { Queue, Worker } from 'bullmq';
 import { loadConfig } from '../shared/config';
 import { createContainer } from '../shared/container';
 import { createKnex, migrateLatest } from '../shared/db/knex';
 import { createRedis } from '../shared/redis';
-import { forkServer, processCpuMs, procfileNodeFlags } from './support/processes';
+import { benchServers, cpuProfileFlags, processCpuMs, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 
 /**
@@ -58,15 +57,6 @@ async function baseline(redisUrl: string, prefix: string, chains: number): Promi
 }
 
 /** `flags`: Node flags, for the service's processes those of their Procfile line. */
-function startChild(file: string, env: Record<string, string>, flags: string[]): Promise<{ child: ChildProcess; message: Record<string, unknown> }> {
-  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = forkServer(file, env, [...flags, ...profile]);
-  return new Promise((resolve, reject) => {
-    child.once('message', (message: Record<string, unknown>) => resolve({ child, message }));
-    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
-  });
-}
-
 /** CPU time a process has used so far, in seconds. */
 const cpuSeconds = (pid: number) => (processCpuMs(pid)?.ms ?? 0) / 1000;
 
@@ -78,17 +68,10 @@ export async function run(): Promise<void> {
   await migrateLatest(databaseUrl);
   const db = createKnex(databaseUrl, { min: 0, max: 2 });
 
-  const children: ChildProcess[] = [];
-  // Whatever happens to the bench, its processes go with it.
-  process.once('exit', () => children.forEach((child) => child.kill('SIGKILL')));
-  const spawn = async (file: string, childEnv: Record<string, string>, flags: string[] = []) => {
-    const started = await startChild(file, childEnv, flags);
-    children.push(started.child);
-    return started;
-  };
-  const web = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'web' }, procfileNodeFlags('web'));
-  const worker = await spawn('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-agent' }, procfileNodeFlags('worker-agent'));
-  const computers = await spawn('instant-computers.ts', {});
+  const servers = benchServers();
+  const web = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'web' }, [...procfileNodeFlags('web'), ...cpuProfileFlags()]);
+  const worker = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-agent' }, [...procfileNodeFlags('worker-agent'), ...cpuProfileFlags()]);
+  const computers = await servers.start('instant-computers.ts', {}, cpuProfileFlags());
   const baseUrl = `http://127.0.0.1:${web.message.port as number}`;
   const container = createContainer(config);
   const { secret } = await container.orgs.create('bench steps');
@@ -176,9 +159,7 @@ export async function run(): Promise<void> {
     for (const line of lines) console.log(line);
     console.log('targets: one task alone p50 <= 5 ms and p99 <= 20 ms per step; >= 300 steps/s with many at once');
   } finally {
-    const exited = children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve))));
-    for (const child of children) child.kill('SIGTERM');
-    await Promise.race([Promise.all(exited), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    await servers.stopAll();
     await db.destroy();
     await dropRedisPrefix(config.redisUrl, prefix);
   }

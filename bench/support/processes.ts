@@ -30,6 +30,50 @@ export function forkServer(file: string, env: Record<string, string>, execArgv: 
   return fork(benchFile(`servers/${file}`), [], { execArgv: [...LOADER_FLAGS, ...execArgv], env: { ...process.env, ...env }, stdio: 'inherit' });
 }
 
+/** `--cpu-prof` into `BENCH_PROFILE_DIR` when it is set (a CPU profile of the process when it exits). */
+export function cpuProfileFlags(): string[] {
+  return process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+}
+
+/** A bench server started and ready: its process and the first message it sent (its port…). */
+export interface ReadyServer {
+  child: ChildProcess;
+  message: Record<string, unknown>;
+}
+
+/**
+ * The server processes of one bench run: `start` forks one and waits for its first message,
+ * `stop` ends one with SIGTERM (10 s at most), `stopAll` ends those left. Whatever happens to
+ * the bench, its processes go with it (SIGKILL when the bench's process exits).
+ */
+export function benchServers(): {
+  start(file: string, env: Record<string, string>, flags?: string[]): Promise<ReadyServer>;
+  stop(child: ChildProcess): Promise<void>;
+  stopAll(): Promise<void>;
+} {
+  const children: ChildProcess[] = [];
+  process.once('exit', () => children.forEach((child) => child.kill('SIGKILL')));
+  const stop = async (child: ChildProcess): Promise<void> => {
+    const exited = new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve)));
+    child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  };
+  return {
+    start(file, env, flags = []) {
+      const child = forkServer(file, env, flags);
+      children.push(child);
+      return new Promise((resolve, reject) => {
+        child.once('message', (message: Record<string, unknown>) => resolve({ child, message }));
+        child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+      });
+    },
+    stop,
+    async stopAll() {
+      await Promise.all(children.map(stop));
+    },
+  };
+}
+
 /**
  * The Node flags the Procfile gives a process type (`web: node FLAGS bin/deskhand.js …`), so that
  * a bench runs its server as production does.
