@@ -6,67 +6,14 @@
  * in vendor-wire.test.ts.
  */
 import { expect } from 'chai';
-import { createCanvas, loadImage } from '@napi-rs/canvas';
-import type { Observation } from '../../shared/desktop/protocol';
+import { loadImage } from '@napi-rs/canvas';
 import { AnthropicBackend } from '../../shared/models/anthropic';
 import { createModelRegistry } from '../../shared/models/catalog';
 import { GeminiBackend } from '../../shared/models/gemini';
-import { ModelError, type ModelTurnInput } from '../../shared/models/model.types';
 import { OpenAIBackend } from '../../shared/models/openai';
 import { startStub, type Stub } from '../support/vendor-stub';
+import { FAST_RETRY, rejection, SCREEN, shopObservation, solidPng, turnInput } from '../support/model-turns';
 
-/** A real PNG of the screen size, so that scaling and encoding are exercised for real. */
-function screenPng(width = 1440, height = 900): Buffer {
-  const canvas = createCanvas(width, height);
-  const ctx = canvas.getContext('2d');
-  ctx.fillStyle = '#3366cc';
-  ctx.fillRect(0, 0, width, height);
-  return canvas.toBuffer('image/png');
-}
-
-function observation(extra: Partial<Observation> = {}): Observation {
-  return {
-    width: 1440,
-    height: 900,
-    windows: [{ app: 'Safari', title: 'Shop', bounds: { x: 0, y: 0, width: 1440, height: 900 }, system: false, url: 'https://shop.example.com/' }],
-    focused_app: 'Safari',
-    focused: null,
-    elements: null,
-    dialog: null,
-    text: null,
-    visible_labels: [],
-    ...extra,
-  };
-}
-
-const SCREEN = screenPng();
-const FAST_RETRY = { retries: 2, baseDelayMs: 5, maxDelayMs: 1000 };
-
-function input(overrides: Partial<ModelTurnInput> = {}): ModelTurnInput {
-  return {
-    model: 'claude-sonnet-4-6',
-    effort: 'low',
-    system: 'Service rules.\n\nAgent instructions.',
-    prompt: 'Buy the blue shirt on shop.example.com',
-    state: null,
-    observation: observation(),
-    screenshot: SCREEN,
-    lastOutcome: null,
-    tools: { http: [{ name: 'lookup_order', description: 'Finds an order by id' }], files: { enabled: true, read_only: false } },
-    display: { width: 1440, height: 900, os: 'mac' },
-    ...overrides,
-  };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<ModelError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).to.be.instanceOf(ModelError);
-    return err as ModelError;
-  }
-  throw new Error('expected the call to fail');
-}
 
 async function pngSize(base64: string): Promise<{ width: number; height: number }> {
   const image = await loadImage(Buffer.from(base64, 'base64'));
@@ -103,7 +50,7 @@ describe('vendor model backends against local stand-ins', function () {
           { type: 'tool_use', id: 'toolu_1', name: 'computer', input: { action: 'left_click', coordinate: [640, 400] } },
         ]),
       });
-      const out = await backend().turn(input());
+      const out = await backend().turn(turnInput());
 
       const [req] = stub.requests;
       expect(req.method).to.equal('POST');
@@ -162,10 +109,10 @@ describe('vendor model backends against local stand-ins', function () {
         { body: message([{ type: 'tool_use', id: 'toolu_1', name: 'computer', input: { action: 'screenshot' } }]) },
         { body: message([{ type: 'thinking', thinking: 'done', signature: 'sig' }, { type: 'text', text: 'The shirt is in the cart.' }], 'end_turn') },
       );
-      const first = await backend().turn(input({ model: 'claude-haiku-4-5-20251001', effort: 'high' }));
+      const first = await backend().turn(turnInput({ model: 'claude-haiku-4-5-20251001', effort: 'high' }));
       expect(first.move).to.deep.equal({ kind: 'actions', actions: [{ type: 'screenshot' }], step: 'Look at the screen' });
       const second = await backend().turn(
-        input({ model: 'claude-haiku-4-5-20251001', effort: 'high', state: JSON.parse(JSON.stringify(first.state)), lastOutcome: { kind: 'actions', results: [{ ok: true }] } }),
+        turnInput({ model: 'claude-haiku-4-5-20251001', effort: 'high', state: JSON.parse(JSON.stringify(first.state)), lastOutcome: { kind: 'actions', results: [{ ok: true }] } }),
       );
 
       // Haiku 4.5 keeps the January 2025 tool, its beta and a thinking budget.
@@ -200,7 +147,7 @@ describe('vendor model backends against local stand-ins', function () {
           { type: 'tool_use', id: 't9', name: 'computer', input: { action: 'left_click' } },
         ]),
       });
-      const out = await backend().turn(input());
+      const out = await backend().turn(turnInput());
       expect(out.move.kind === 'actions' && out.move.actions).to.deep.equal([
         { type: 'key', keys: 'cmd+space' },
         { type: 'type', text: 'Mail' },
@@ -221,14 +168,14 @@ describe('vendor model backends against local stand-ins', function () {
         { body: message([{ type: 'tool_use', id: 'toolu_t', name: 'call_tool', input: { name: 'lookup_order', arguments: { id: 7 } } }]) },
         { body: message([{ type: 'tool_use', id: 'toolu_f', name: 'finish', input: { summary: 'Ordered size M' } }]) },
       );
-      const first = await backend().turn(input());
+      const first = await backend().turn(turnInput());
       expect(first.move).to.deep.equal({ kind: 'ask', question: 'Which size?', options: ['S', 'M'] });
-      const second = await backend().turn(input({ state: first.state, lastOutcome: { kind: 'answer', answer: 'M' } }));
+      const second = await backend().turn(turnInput({ state: first.state, lastOutcome: { kind: 'answer', answer: 'M' } }));
       expect(second.move).to.deep.equal({ kind: 'tool', name: 'lookup_order', arguments: { id: 7 } });
       expect(stub.requests[1].body.messages[2].content).to.deep.equal([
         { type: 'tool_result', tool_use_id: 'toolu_q', is_error: false, content: [{ type: 'text', text: 'The answer: M' }] },
       ]);
-      const third = await backend().turn(input({ state: second.state, lastOutcome: { kind: 'tool', ok: false, text: 'HTTP 500' } }));
+      const third = await backend().turn(turnInput({ state: second.state, lastOutcome: { kind: 'tool', ok: false, text: 'HTTP 500' } }));
       expect(stub.requests[2].body.messages[4].content[0]).to.deep.include({ tool_use_id: 'toolu_t', is_error: true });
       expect(stub.requests[2].body.messages[4].content[0].content[0].text).to.equal('The call failed: HTTP 500');
       expect(third.move).to.deep.equal({ kind: 'done', summary: 'Ordered size M' });
@@ -239,7 +186,7 @@ describe('vendor model backends against local stand-ins', function () {
         { body: message([{ type: 'tool_use', id: 'toolu_x', name: 'computer', input: { action: 'triple_click', coordinate: [1, 1] } }]) },
         { body: message([{ type: 'tool_use', id: 'toolu_y', name: 'computer', input: { action: 'left_click', coordinate: [1, 1] } }]) },
       );
-      const out = await backend().turn(input());
+      const out = await backend().turn(turnInput());
       expect(stub.requests).to.have.length(2);
       const [feedback] = stub.requests[1].body.messages[2].content;
       expect(feedback).to.deep.include({ type: 'tool_result', tool_use_id: 'toolu_x', is_error: true });
@@ -254,7 +201,7 @@ describe('vendor model backends against local stand-ins', function () {
         { status: 529, headers: { 'retry-after-ms': '5' }, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } },
         { body: message([{ type: 'text', text: 'Nothing to do.' }], 'end_turn') },
       );
-      const out = await backend().turn(input());
+      const out = await backend().turn(turnInput());
       expect(stub.requests).to.have.length(3);
       expect(out.move).to.deep.equal({ kind: 'done', summary: 'Nothing to do.' });
     });
@@ -262,7 +209,7 @@ describe('vendor model backends against local stand-ins', function () {
     it('gives up after two retries with a retryable error', async () => {
       const overloaded = { status: 500, headers: { 'retry-after-ms': '5' }, body: { type: 'error', error: { type: 'api_error', message: 'Internal error' } } };
       stub.reply(overloaded, overloaded, overloaded);
-      const error = await rejection(backend().turn(input()));
+      const error = await rejection(backend().turn(turnInput()));
       expect(stub.requests).to.have.length(3);
       expect(error).to.include({ code: 'server_error', retryable: true, status: 500, backend: 'anthropic' });
       expect(error.message).to.equal('Anthropic API answered 500: Internal error');
@@ -270,7 +217,7 @@ describe('vendor model backends against local stand-ins', function () {
 
     it('does not retry a 400 and says why', async () => {
       stub.reply({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'messages: bad' } } });
-      const error = await rejection(backend().turn(input()));
+      const error = await rejection(backend().turn(turnInput()));
       expect(stub.requests).to.have.length(1);
       expect(error).to.include({ code: 'bad_request', retryable: false, status: 400 });
       expect(error.message).to.equal('Anthropic API answered 400: messages: bad');
@@ -278,7 +225,7 @@ describe('vendor model backends against local stand-ins', function () {
 
     it('times out a call that is never answered', async () => {
       stub.reply({ hang: true, body: null });
-      const error = await rejection(new AnthropicBackend({ apiKey: 'k', baseUrl: stub.url, timeoutMs: 200, retry: { retries: 0 } }).turn(input()));
+      const error = await rejection(new AnthropicBackend({ apiKey: 'k', baseUrl: stub.url, timeoutMs: 200, retry: { retries: 0 } }).turn(turnInput()));
       expect(error).to.include({ code: 'timeout', retryable: true });
     });
 
@@ -286,7 +233,7 @@ describe('vendor model backends against local stand-ins', function () {
       stub.reply({ hang: true, body: null });
       const controller = new AbortController();
       setTimeout(() => controller.abort(), 100);
-      const error = await rejection(backend().turn(input(), controller.signal));
+      const error = await rejection(backend().turn(turnInput(), controller.signal));
       expect(error).to.include({ code: 'aborted', retryable: false });
     });
   });
@@ -319,7 +266,7 @@ describe('vendor model backends against local stand-ins', function () {
           },
         ]),
       });
-      const out = await backend().turn(input({ model: 'gpt-5.4', effort: 'medium' }));
+      const out = await backend().turn(turnInput({ model: 'gpt-5.4', effort: 'medium' }));
 
       const [req] = stub.requests;
       expect(req.path).to.equal('/v1/responses');
@@ -358,10 +305,10 @@ describe('vendor model backends against local stand-ins', function () {
         { body: response('resp_2', [{ type: 'function_call', call_id: 'call_2', name: 'ask_person', arguments: '{"question":"Send it?","options":["yes","no"]}' }]) },
         { body: response('resp_3', [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Sent.' }] }]) },
       );
-      const first = await backend().turn(input({ model: 'gpt-5.4' }));
-      const after = screenPng(1440, 900);
+      const first = await backend().turn(turnInput({ model: 'gpt-5.4' }));
+      const after = solidPng(1440, 900);
       const second = await backend().turn(
-        input({ model: 'gpt-5.4', state: first.state, screenshot: after, safetyApproved: true, lastOutcome: { kind: 'actions', results: [{ ok: false, error: 'No text field is focused' }] } }),
+        turnInput({ model: 'gpt-5.4', state: first.state, screenshot: after, safetyApproved: true, lastOutcome: { kind: 'actions', results: [{ ok: false, error: 'No text field is focused' }] } }),
       );
       expect(stub.requests[1].body.previous_response_id).to.equal('resp_1');
       expect(stub.requests[1].body.input).to.deep.equal([
@@ -374,7 +321,7 @@ describe('vendor model backends against local stand-ins', function () {
         { role: 'user', type: 'message', content: [{ type: 'input_text', text: 'The last action did not work: action 1 failed: No text field is focused.' }] },
       ]);
       expect(second.move).to.deep.equal({ kind: 'ask', question: 'Send it?', options: ['yes', 'no'] });
-      const third = await backend().turn(input({ model: 'gpt-5.4', state: second.state, lastOutcome: { kind: 'answer', answer: 'yes' } }));
+      const third = await backend().turn(turnInput({ model: 'gpt-5.4', state: second.state, lastOutcome: { kind: 'answer', answer: 'yes' } }));
       expect(stub.requests[2].body.previous_response_id).to.equal('resp_2');
       expect(stub.requests[2].body.input).to.deep.equal([{ type: 'function_call_output', call_id: 'call_2', output: 'The answer: yes' }]);
       expect(third.move).to.deep.equal({ kind: 'done', summary: 'Sent.' });
@@ -392,7 +339,7 @@ describe('vendor model backends against local stand-ins', function () {
       for (const [i, action] of calls.entries()) stub.reply({ body: response(`r${i}`, [{ type: 'computer_call', call_id: `c${i}`, action, pending_safety_checks: [] }]) });
       const moves = [];
       for (const _ of calls) {
-        const out = await backend().turn(input({ model: 'gpt-5.4-mini', display: { width: 1440, height: 900, os: 'windows' } }));
+        const out = await backend().turn(turnInput({ model: 'gpt-5.4-mini', display: { width: 1440, height: 900, os: 'windows' } }));
         moves.push(out.move.kind === 'actions' ? out.move.actions[0] : null);
         expect(out.safety).to.equal(null);
       }
@@ -408,7 +355,7 @@ describe('vendor model backends against local stand-ins', function () {
 
     it('sends a Retina-size screenshot at the display size it declares', async () => {
       stub.reply({ body: response('resp_1', [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'ok' }] }]) });
-      await backend().turn(input({ model: 'gpt-5.4', screenshot: screenPng(2880, 1800) }));
+      await backend().turn(turnInput({ model: 'gpt-5.4', screenshot: solidPng(2880, 1800) }));
       const url: string = stub.requests[0].body.input[0].content[1].image_url;
       expect(await pngSize(url.replace('data:image/png;base64,', ''))).to.deep.equal({ width: 1440, height: 900 });
     });
@@ -419,12 +366,12 @@ describe('vendor model backends against local stand-ins', function () {
         { status: 503, headers: { 'retry-after-ms': '5' }, body: { error: { message: 'Service unavailable' } } },
         { body: response('resp_ok', [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi' }] }]) },
       );
-      const out = await backend().turn(input({ model: 'gpt-5.4' }));
+      const out = await backend().turn(turnInput({ model: 'gpt-5.4' }));
       expect(stub.requests).to.have.length(3);
       expect(out.move).to.deep.equal({ kind: 'done', summary: 'Hi' });
 
       stub.reply({ status: 401, body: { error: { message: 'Incorrect API key provided' } } });
-      const error = await rejection(backend().turn(input({ model: 'gpt-5.4' })));
+      const error = await rejection(backend().turn(turnInput({ model: 'gpt-5.4' })));
       expect(stub.requests).to.have.length(4);
       expect(error).to.include({ code: 'unauthorized', retryable: false, status: 401 });
       expect(error.message).to.equal('OpenAI API answered 401: Incorrect API key provided');
@@ -432,14 +379,14 @@ describe('vendor model backends against local stand-ins', function () {
 
     it('ends the call with a retryable error when retry-after asks for longer than one call may wait', async () => {
       stub.reply({ status: 429, headers: { 'retry-after': '60' }, body: { error: { message: 'Rate limit reached' } } });
-      const error = await rejection(backend().turn(input({ model: 'gpt-5.4' })));
+      const error = await rejection(backend().turn(turnInput({ model: 'gpt-5.4' })));
       expect(stub.requests).to.have.length(1);
       expect(error).to.include({ code: 'rate_limited', retryable: true, retryAfterMs: 60000 });
     });
 
     it('reports an unreachable API as a retryable network error', async () => {
       await stub.close();
-      const error = await rejection(new OpenAIBackend({ apiKey: 'k', baseUrl: `${stub.url}/v1`, retry: { retries: 1, baseDelayMs: 1 } }).turn(input()));
+      const error = await rejection(new OpenAIBackend({ apiKey: 'k', baseUrl: `${stub.url}/v1`, retry: { retries: 1, baseDelayMs: 1 } }).turn(turnInput()));
       expect(error).to.include({ code: 'network', retryable: true });
       stub = await startStub();
     });
@@ -461,7 +408,7 @@ describe('vendor model backends against local stand-ins', function () {
           { functionCall: { name: 'click_at', args: { x: 500, y: 500, safety_decision: { decision: 'require_confirmation', explanation: 'This buys something.' } } } },
         ]),
       });
-      const out = await backend().turn(input({ model: MODEL, effort: 'medium' }));
+      const out = await backend().turn(turnInput({ model: MODEL, effort: 'medium' }));
 
       const [req] = stub.requests;
       expect(req.path).to.equal(`/v1beta/models/${MODEL}:generateContent`);
@@ -503,8 +450,8 @@ describe('vendor model backends against local stand-ins', function () {
         },
         { body: answer([{ text: 'The shirt is ordered.' }]) },
       );
-      const first = await backend().turn(input({ model: MODEL }));
-      const second = await backend().turn(input({ model: MODEL, state: first.state, safetyApproved: true, lastOutcome: { kind: 'actions', results: [{ ok: true }] } }));
+      const first = await backend().turn(turnInput({ model: MODEL }));
+      const second = await backend().turn(turnInput({ model: MODEL, state: first.state, safetyApproved: true, lastOutcome: { kind: 'actions', results: [{ ok: true }] } }));
       const contents = stub.requests[1].body.contents;
       expect(contents.map((c: any) => c.role)).to.deep.equal(['user', 'model', 'user']);
       expect(contents[0].parts).to.deep.equal([{ text: 'Buy the blue shirt on shop.example.com' }]);
@@ -526,7 +473,7 @@ describe('vendor model backends against local stand-ins', function () {
         { type: 'key', keys: 'ctrl+a' },
       ]);
       const third = await backend().turn(
-        input({ model: MODEL, state: second.state, lastOutcome: { kind: 'actions', results: [{ ok: true }, { ok: true }, { ok: true }, { ok: true }, { ok: true }, { ok: false, error: 'nope' }] } }),
+        turnInput({ model: MODEL, state: second.state, lastOutcome: { kind: 'actions', results: [{ ok: true }, { ok: true }, { ok: true }, { ok: true }, { ok: true }, { ok: false, error: 'nope' }] } }),
       );
       const responses = stub.requests[2].body.contents[4].parts;
       expect(responses[0]).to.deep.equal({ functionResponse: { name: 'type_text_at', response: { url: 'https://shop.example.com/' } } });
@@ -540,14 +487,14 @@ describe('vendor model backends against local stand-ins', function () {
         { body: answer([{ functionCall: { name: 'navigate', args: { url: 'https://mail.example.com' } } }]) },
         { body: answer([{ functionCall: { name: 'call_tool', args: { name: 'lookup_order', arguments_json: '{"id": 3}' } } }]) },
       );
-      const withBar = observation({ visible_labels: [{ label: 'Address bar', bounds: { x: 100, y: 30, width: 400, height: 20 } }] });
-      const first = await backend().turn(input({ model: MODEL, observation: withBar }));
+      const withBar = shopObservation({ visible_labels: [{ label: 'Address bar', bounds: { x: 100, y: 30, width: 400, height: 20 } }] });
+      const first = await backend().turn(turnInput({ model: MODEL, observation: withBar }));
       expect(first.move.kind === 'actions' && first.move.actions).to.deep.equal([
         { type: 'click', x: 300, y: 40 },
         { type: 'type', text: 'https://mail.example.com' },
         { type: 'key', keys: 'enter' },
       ]);
-      const second = await backend().turn(input({ model: MODEL, state: first.state, lastOutcome: { kind: 'actions', results: [{ ok: true }, { ok: true }, { ok: true }] } }));
+      const second = await backend().turn(turnInput({ model: MODEL, state: first.state, lastOutcome: { kind: 'actions', results: [{ ok: true }, { ok: true }, { ok: true }] } }));
       expect(second.move).to.deep.equal({ kind: 'tool', name: 'lookup_order', arguments: { id: 3 } });
     });
 
@@ -555,7 +502,7 @@ describe('vendor model backends against local stand-ins', function () {
       for (const model of [MODEL, 'gemini-2.5-computer-use-preview-10-2025']) {
         for (const effort of ['low', 'medium', 'high'] as const) {
           stub.reply({ body: answer([{ text: 'ok' }]) });
-          await backend().turn(input({ model, effort }));
+          await backend().turn(turnInput({ model, effort }));
         }
       }
       expect(stub.requests.map((r) => r.body.generationConfig?.thinkingConfig ?? null)).to.deep.equal([
@@ -573,12 +520,12 @@ describe('vendor model backends against local stand-ins', function () {
         { status: 500, body: { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } } },
         { body: answer([{ text: 'Done here.' }]) },
       );
-      const out = await backend().turn(input({ model: MODEL }));
+      const out = await backend().turn(turnInput({ model: MODEL }));
       expect(stub.requests).to.have.length(2);
       expect(out.move).to.deep.equal({ kind: 'done', summary: 'Done here.' });
 
       stub.reply({ status: 400, body: { error: { code: 400, message: 'Invalid JSON payload received.', status: 'INVALID_ARGUMENT' } } });
-      const error = await rejection(backend().turn(input({ model: MODEL })));
+      const error = await rejection(backend().turn(turnInput({ model: MODEL })));
       expect(stub.requests).to.have.length(3);
       expect(error).to.include({ code: 'bad_request', retryable: false, backend: 'gemini' });
       expect(error.message).to.equal('Gemini API answered 400: Invalid JSON payload received.');
@@ -598,7 +545,7 @@ describe('vendor model backends against local stand-ins', function () {
       const ids = ['claude-opus-4-6', null, 'gemini-3.6-flash'];
       const summaries = [];
       for (const id of ids) {
-        const out = await registry.backendFor(id)!.turn(input({ model: id ?? 'gpt-5.4' }));
+        const out = await registry.backendFor(id)!.turn(turnInput({ model: id ?? 'gpt-5.4' }));
         summaries.push(out.move.kind === 'done' ? out.move.summary : null);
       }
       expect(summaries).to.deep.equal(['A', 'B', 'C']);

@@ -6,66 +6,21 @@
  * judges without the computer tool, and the configurable catalog.
  */
 import { expect } from 'chai';
-import { createCanvas } from '@napi-rs/canvas';
-import type { Observation } from '../../shared/desktop/protocol';
 import { AnthropicBackend } from '../../shared/models/anthropic';
 import { BUILT_IN_CATALOG, createModelRegistry, loadModelCatalog, ModelCatalogError } from '../../shared/models/catalog';
 import { GeminiBackend } from '../../shared/models/gemini';
-import { ModelError, type ModelTurnInput, type TurnOutcome } from '../../shared/models/model.types';
+import { type ModelTurnInput, type TurnOutcome } from '../../shared/models/model.types';
 import { OpenAIBackend } from '../../shared/models/openai';
 import { startStub, type Stub } from '../support/vendor-stub';
+import { FAST_RETRY, rejection, solidPng, turnInput } from '../support/model-turns';
 import type { Vendor } from '../support/vendor-schemas';
 
-function png(width = 1440, height = 900, colour = '#3366cc'): Buffer {
-  const canvas = createCanvas(width, height);
-  const ctx = canvas.getContext('2d');
-  ctx.fillStyle = colour;
-  ctx.fillRect(0, 0, width, height);
-  return canvas.toBuffer('image/png');
-}
+const AFTER = solidPng(1440, 900, '#cc3366');
+const FAST = FAST_RETRY;
 
-const SCREEN = png();
-const AFTER = png(1440, 900, '#cc3366');
-const FAST = { retries: 2, baseDelayMs: 5, maxDelayMs: 1000 };
-
-function observation(): Observation {
-  return {
-    width: 1440,
-    height: 900,
-    windows: [{ app: 'Safari', title: 'Shop', bounds: { x: 0, y: 0, width: 1440, height: 900 }, system: false, url: 'https://shop.example.com/' }],
-    focused_app: 'Safari',
-    focused: null,
-    elements: null,
-    dialog: null,
-    text: null,
-    visible_labels: [],
-  };
-}
-
+/** A turn without the agent's own instructions or tools (the defects here are about the computer). */
 function input(overrides: Partial<ModelTurnInput>): ModelTurnInput {
-  return {
-    model: 'claude-sonnet-4-6',
-    effort: 'low',
-    system: 'Service rules.',
-    prompt: 'Buy the blue shirt on shop.example.com',
-    state: null,
-    observation: observation(),
-    screenshot: SCREEN,
-    lastOutcome: null,
-    tools: { http: [], files: { enabled: false, read_only: true } },
-    display: { width: 1440, height: 900, os: 'mac' },
-    ...overrides,
-  };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<ModelError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).to.be.instanceOf(ModelError);
-    return err as ModelError;
-  }
-  throw new Error('expected the call to fail');
+  return turnInput({ system: 'Service rules.', tools: { http: [], files: { enabled: false, read_only: true } }, ...overrides });
 }
 
 describe('vendor wire defects (issue 18)', function () {
