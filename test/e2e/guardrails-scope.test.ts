@@ -3,7 +3,7 @@ import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { SCOPE_JUDGE_INSTRUCTIONS } from '../../shared/models/scope-judge';
 import { startTestService, type TestService } from '../support/service';
 import { connectDesktop, follow } from '../support/tasks';
-import { startStub, type Stub } from '../support/vendor-stub';
+import { startVendorStubs, type Stub } from '../support/vendor-stub';
 
 /**
  * The scope check with vendor models: the service runs with vendor keys pointing at local
@@ -25,15 +25,9 @@ describe('the scope check with vendor models (local stand-ins)', function () {
   const clients: DesktopClient[] = [];
 
   before(async () => {
-    [anthropic, openai, gemini] = await Promise.all([startStub('anthropic'), startStub('openai'), startStub('gemini')]);
-    service = await startTestService({
-      ANTHROPIC_API_KEY: 'sk-ant-test',
-      ANTHROPIC_BASE_URL: anthropic.url,
-      OPENAI_API_KEY: 'sk-test-openai',
-      OPENAI_BASE_URL: `${openai.url}/v1`,
-      GEMINI_API_KEY: 'gemini-test',
-      GEMINI_BASE_URL: gemini.url,
-    });
+    let env: Record<string, string>;
+    ({ anthropic, openai, gemini, env } = await startVendorStubs());
+    service = await startTestService(env);
     ({ key } = await service.newOrg());
     const agents = { 'scoped-claude': 'claude-sonnet-4-6', 'scoped-openai': 'gpt-5.4', 'scoped-gemini': 'gemini-3.6-flash' };
     for (const [agentId, model] of Object.entries(agents)) {

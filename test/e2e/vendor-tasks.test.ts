@@ -3,7 +3,7 @@ import { DEFAULT_MODEL } from '../../shared/models/catalog';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { startTestService, type TestService } from '../support/service';
 import { connectDesktop } from '../support/tasks';
-import { startStub, type Reply, type Stub } from '../support/vendor-stub';
+import { startVendorStubs, type Reply, type Stub } from '../support/vendor-stub';
 
 /**
  * Whole tasks on each vendor's model: the service runs with the three vendors' keys pointing at
@@ -28,15 +28,9 @@ describe('tasks on vendor models (local stand-ins)', function () {
   const clients: DesktopClient[] = [];
 
   before(async () => {
-    [anthropic, openai, gemini] = await Promise.all([startStub('anthropic'), startStub('openai'), startStub('gemini')]);
-    service = await startTestService({
-      ANTHROPIC_API_KEY: 'sk-ant-test',
-      ANTHROPIC_BASE_URL: anthropic.url,
-      OPENAI_API_KEY: 'sk-test-openai',
-      OPENAI_BASE_URL: `${openai.url}/v1`,
-      GEMINI_API_KEY: 'gemini-test',
-      GEMINI_BASE_URL: gemini.url,
-    });
+    let env: Record<string, string>;
+    ({ anthropic, openai, gemini, env } = await startVendorStubs());
+    service = await startTestService(env);
     ({ key } = await service.newOrg());
     const agents: Record<string, unknown> = {
       'on-default': { model: null, effort: 'high' },

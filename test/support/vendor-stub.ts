@@ -74,3 +74,17 @@ export async function startStub(vendor?: Vendor): Promise<Stub> {
       }),
   };
 }
+
+/** One validating stand-in per vendor, and the environment that points the service's keys and base URLs at them. */
+export async function startVendorStubs(): Promise<{ anthropic: Stub; openai: Stub; gemini: Stub; env: Record<string, string> }> {
+  const [anthropic, openai, gemini] = await Promise.all([startStub('anthropic'), startStub('openai'), startStub('gemini')]);
+  const env = {
+    ANTHROPIC_API_KEY: 'sk-ant-test',
+    ANTHROPIC_BASE_URL: anthropic.url,
+    OPENAI_API_KEY: 'sk-test-openai',
+    OPENAI_BASE_URL: `${openai.url}/v1`,
+    GEMINI_API_KEY: 'gemini-test',
+    GEMINI_BASE_URL: gemini.url,
+  };
+  return { anthropic, openai, gemini, env };
+}
