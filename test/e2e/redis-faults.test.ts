@@ -37,8 +37,9 @@ function stopAll(children: ChildProcess[]): Promise<unknown> {
   );
 }
 
-/** web in this process, the workers as processes, all on a Redis of the test's own. */
-async function startWorld(redis: OwnRedis, extra: Record<string, string> = {}) {
+/** A Redis of the test's own, web in this process and the workers as processes on it; `stop` ends them all. */
+async function startWorld(extra: Record<string, string> = {}) {
+  const redis = await startOwnRedis();
   const env = {
     REDIS_URL: redis.url,
     DESKHAND_SCRIPTED_MODELS: '1',
@@ -50,7 +51,13 @@ async function startWorld(redis: OwnRedis, extra: Record<string, string> = {}) {
   };
   const service = await startTestService(env, ['web']);
   const workers = await startWorkers(env);
-  return { service, workers };
+  const stop = async () => {
+    redis.resume();
+    await stopAll(workers);
+    await service.stop();
+    await redis.close();
+  };
+  return { redis, service, workers, stop };
 }
 
 /** Every event of the org was delivered (a succeeded delivery, and the receiver saw its id). */
@@ -72,16 +79,14 @@ describe('Redis restarted empty (flushed) mid-run', function () {
   const desktops: DesktopClient[] = [];
 
   before(async () => {
-    redis = await startOwnRedis();
     receiver = await startReceiver({ status: 200, body: '{"received":true}', delayMs: 30 });
-    world = await startWorld(redis, { DESKHAND_REDIS_PREFIX: `flush-${Date.now()}` });
+    world = await startWorld({ DESKHAND_REDIS_PREFIX: `flush-${Date.now()}` });
+    redis = world.redis;
   });
   after(async () => {
     for (const desktop of desktops) await desktop.close().catch(() => undefined);
-    await stopAll(world?.workers ?? []);
-    await world?.service.stop();
+    await world?.stop();
     await receiver?.close();
-    await redis?.close();
   });
 
   it('rebuilds the queues from PostgreSQL: every task goes on to its end, no webhook delivery is lost', async () => {
@@ -138,16 +143,14 @@ describe('a task started while Redis is down', function () {
   const desktops: DesktopClient[] = [];
 
   before(async () => {
-    redis = await startOwnRedis();
     receiver = await startReceiver({ status: 200, body: '{"received":true}' });
-    world = await startWorld(redis, { DESKHAND_REDIS_PREFIX: `down-${Date.now()}` });
+    world = await startWorld({ DESKHAND_REDIS_PREFIX: `down-${Date.now()}` });
+    redis = world.redis;
   });
   after(async () => {
     for (const desktop of desktops) await desktop.close().catch(() => undefined);
-    await stopAll(world?.workers ?? []);
-    await world?.service.stop();
+    await world?.stop();
     await receiver?.close();
-    await redis?.close();
   });
 
   it('answers the queued task at once, keeps it, and runs it when Redis is back; an answer given meanwhile takes effect', async () => {
@@ -200,15 +203,13 @@ describe('Redis stalled (SIGSTOP)', function () {
   const desktops: DesktopClient[] = [];
 
   before(async () => {
-    redis = await startOwnRedis();
-    world = await startWorld(redis, { DESKHAND_REDIS_PREFIX: `stall-${Date.now()}`, DESKHAND_RATE_LIMIT_PER_HOUR: '90' });
+    world = await startWorld({ DESKHAND_REDIS_PREFIX: `stall-${Date.now()}`, DESKHAND_RATE_LIMIT_PER_HOUR: '90' });
+    redis = world.redis;
   });
   after(async () => {
-    redis?.resume();
+    world?.redis.resume();
     for (const desktop of desktops) await desktop.close().catch(() => undefined);
-    await stopAll(world?.workers ?? []);
-    await world?.service.stop();
-    await redis?.close();
+    await world?.stop();
   });
 
   it('answers requests within a bound, and the task started meanwhile runs once Redis answers again', async () => {
@@ -255,15 +256,13 @@ describe('Redis restarted while a task waits on its computer', function () {
   const raws: RawDesktop[] = [];
 
   before(async () => {
-    redis = await startOwnRedis();
     // The act timeout stays at its default (60 s): the task must go on well before it.
-    world = await startWorld(redis, { DESKHAND_REDIS_PREFIX: `restart-${Date.now()}` });
+    world = await startWorld({ DESKHAND_REDIS_PREFIX: `restart-${Date.now()}` });
+    redis = world.redis;
   });
   after(async () => {
     for (const raw of raws) raw.close();
-    await stopAll(world?.workers ?? []);
-    await world?.service.stop();
-    await redis?.close();
+    await world?.stop();
   });
 
   it('sends the awaited act again once Redis is back, to the computer that stayed connected; the task goes on', async () => {
