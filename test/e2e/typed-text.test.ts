@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import pino from 'pino';
 import { startTestService, waitFor, type TestService } from '../support/service';
-import { connectDesktop, script } from '../support/tasks';
+import { connectDesktop, followDecidingApprovals, script } from '../support/tasks';
 import { startReceiver, type Receiver } from '../support/receiver';
 
 /**
@@ -40,21 +40,8 @@ describe('typed text is kept out of everything stored or sent', () => {
     const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt });
     expect(started.status, JSON.stringify(started.body)).to.equal(200);
     const taskId = started.body.task_id as string;
-    const events: any[] = [];
-    let cursor = 0;
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const response = await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=1000`);
-      expect(response.status).to.equal(200);
-      events.push(...response.body.data);
-      cursor = response.body.cursor;
-      const task = response.body.task;
-      if (task.done) return { taskId, events, task };
-      if (task.pending?.type === 'approval') {
-        await service.api(key, 'POST', `/v1/tasks/${taskId}/respond`, { approval_id: task.pending.approval_id, decision: 'approve' });
-      }
-      if (Date.now() > deadline) throw new Error(`task ${taskId} did not end: ${JSON.stringify(task)}`);
-    }
+    const { task, events } = await followDecidingApprovals(service, key, taskId, 'approve', 20_000);
+    return { taskId, events, task };
   }
 
   /** Every place the text must not be; `screenShowsIt` leaves the last screen out of the rows searched. */

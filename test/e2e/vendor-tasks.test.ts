@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { DEFAULT_MODEL } from '../../shared/models/catalog';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { startTestService, type TestService } from '../support/service';
-import { connectDesktop } from '../support/tasks';
+import { connectDesktop, followDecidingApprovals } from '../support/tasks';
 import { startVendorStubs, type Reply, type Stub } from '../support/vendor-stub';
 
 /**
@@ -62,23 +62,8 @@ describe('tasks on vendor models (local stand-ins)', function () {
     clients.push(client);
     const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: 'Buy the blue shirt on shop.example.com' });
     expect(started.status, JSON.stringify(started.body)).to.equal(200);
-    const taskId = started.body.task_id;
-    const events: any[] = [];
-    let cursor = 0;
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const response = await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=2000`);
-      expect(response.status).to.equal(200);
-      events.push(...response.body.data);
-      cursor = response.body.cursor;
-      const task = response.body.task;
-      if (task.done) return { task, events, types: events.map((e) => e.type) };
-      if (task.pending?.type === 'approval') {
-        const decided = await service.api(key, 'POST', `/v1/tasks/${taskId}/respond`, { approval_id: task.pending.approval_id, decision: decide });
-        expect(decided.status, JSON.stringify(decided.body)).to.equal(200);
-      }
-      if (Date.now() > deadline) throw new Error(`task did not end: ${JSON.stringify(task)} ${JSON.stringify(events.slice(-5))}`);
-    }
+    const { task, events } = await followDecidingApprovals(service, key, started.body.task_id, decide, 60_000);
+    return { task, events, types: events.map((e) => e.type) };
   }
 
   describe('OpenAI (the default model, GA computer tool)', () => {

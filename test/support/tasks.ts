@@ -50,6 +50,23 @@ export async function follow(
   }
 }
 
+/** Follows a task until it ends, deciding every approval it waits for through the API with `decision`. */
+export async function followDecidingApprovals(
+  service: TestService,
+  key: string,
+  taskId: string,
+  decision: 'approve' | 'deny',
+  timeoutMs = 15_000,
+): Promise<{ task: any; events: any[] }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const followed = await follow(service, key, taskId, (task) => task.pending?.type === 'approval', Math.max(0, deadline - Date.now()));
+    if (followed.task.done) return followed;
+    const decided = await service.api(key, 'POST', `/v1/tasks/${taskId}/respond`, { approval_id: followed.task.pending.approval_id, decision });
+    if (decided.status !== 200) throw new Error(`respond failed: ${JSON.stringify(decided.body)}`);
+  }
+}
+
 /** A script for the scripted model, one step per line. */
 export const script = (...lines: string[]) => lines.join('\n');
 
