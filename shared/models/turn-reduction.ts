@@ -107,6 +107,10 @@ export type CallAnswer =
   /** Its desktop actions were run (or refused by the guardrails or a person). */
   | { kind: 'computer'; outcome: CallOutcome };
 
+/**
+ * What a call of the previous reply came to, from the outcome of the move it was part of: a call
+ * carried out as computer actions gets the outcome of its own actions (`first`, `count`).
+ */
 export function answerCall(record: CallRecord, outcome: TurnOutcome | null): CallAnswer {
   if (record.error !== undefined) return { kind: 'text', text: record.error, isError: true };
   if (!record.handled) return { kind: 'text', text: NOT_CARRIED_OUT, isError: true };
@@ -144,6 +148,7 @@ export function foreignState(backend: ModelBackendId, vendor: string): ModelErro
 
 /** A turn's usage and thoughts, gathered over its requests, and its output from them. */
 export class TurnTally {
+  /** Summed over the turn's requests; the output hands on this object. */
   readonly usage: ModelUsage = { input_tokens: 0, output_tokens: 0 };
   private readonly thoughts: string[] = [];
 
