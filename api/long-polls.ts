@@ -2,7 +2,7 @@ import type http from 'node:http';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import type { AuthContext } from '../shared/api-keys/api-keys.service';
 import type { Logger } from '../shared/logger';
-import { RequestState, requestIdFrom } from './middleware/edge';
+import { RequestState, requestIdFrom } from './middleware/request-state';
 import { errorResponse } from './middleware/errors';
 import { clientAddress, type AddressLimiter, type RateLimitHeaders } from './middleware/rate-limit';
 import { compileRoute, type CompiledRoute, type HandlerInput, type RouteSpec } from './routing';

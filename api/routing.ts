@@ -8,7 +8,7 @@ import { PG_INTEGER_MAX } from '../shared/pagination';
 import { unstorableValueAt } from '../shared/validation/storable';
 import type { AuthContext } from '../shared/api-keys/api-keys.service';
 import type { Logger } from '../shared/logger';
-import type { RequestState } from './middleware/edge';
+import type { RequestState } from './middleware/request-state';
 
 /**
  * Every HTTP route is declared once as a `RouteSpec`: its schemas validate requests, feed the

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { ApiError } from '../../shared/errors';
-import type { RequestState } from './edge';
+import type { RequestState } from './request-state';
 import { isLegacyPath } from '../legacy-paths';
 import type { Logger } from '../../shared/logger';
 import { backingServiceUnavailable, isBackingServiceUnavailable } from '../../shared/redis';

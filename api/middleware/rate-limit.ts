@@ -4,7 +4,7 @@ import type { Logger } from '../../shared/logger';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from '../../shared/redis';
 import { ApiError } from '../../shared/errors';
-import type { RequestState } from './edge';
+import type { RequestState } from './request-state';
 
 /** Points a process takes from Redis at once for one address, while the address has plenty left. */
 const BLOCK = 25;

@@ -42,9 +42,12 @@ export class ApiKeyService {
     private readonly deps: { db: Knex; env: DeskhandEnv; notifier: Notifier; logger: Logger },
   ) {}
 
-  /** Creates a key for an org inside `trx`; returns the object and the secret, shown once. */
+  /**
+   * Creates a key for an org inside `trx`, with its audit row; returns the object and the
+   * secret, shown once. A transaction, not any connection: the key and its audit row commit together.
+   */
   async create(
-    trx: Knex | Knex.Transaction,
+    trx: Knex.Transaction,
     orgId: string,
     name: string,
     actor: Actor,

@@ -3,6 +3,7 @@ import { newId } from '../ids';
 import type { JobQueues } from '../queues/job-queues';
 import { jobId } from '../queues/job-queues';
 import { QUEUE_NAMES } from '../queues/catalog';
+import { insertOrgEvent } from './org-events.repository';
 
 /** The ten webhook event types of the spec, in its order. */
 export const ORG_EVENT_TYPES = [
@@ -28,18 +29,6 @@ export interface OrgEventInput {
   data: Record<string, unknown>;
 }
 
-export interface OrgEventRow {
-  seq: number;
-  id: string;
-  org_id: string;
-  type: OrgEventType;
-  session_id: string | null;
-  task_id: string | null;
-  data: Record<string, unknown>;
-  created_at: Date;
-  dispatched_at: Date | null;
-}
-
 /**
  * Appends an event inside the caller's transaction and returns its id. After the commit, pass
  * the id to `dispatchOrgEvents` so that the webhooks queue delivers it; the sweep covers a lost
@@ -47,7 +36,7 @@ export interface OrgEventRow {
  */
 export async function appendOrgEvent(trx: Knex | Knex.Transaction, event: OrgEventInput): Promise<string> {
   const id = newId('evt');
-  await trx('org_events').insert({
+  await insertOrgEvent(trx, {
     id,
     org_id: event.orgId,
     type: event.type,

@@ -22,8 +22,8 @@ import type {
   MessageCreateParamsNonStreaming,
 } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import type { DesktopAction } from '../desktop/protocol';
-import { agentToolCallToMove, agentToolDefinitions, NOT_CARRIED_OUT, outcomeText } from './agent-tools';
-import { callOutcome, clampPoint, describeActions, desktopOs, normalizeCombo, withHeldKeys, type DesktopOs } from './desktop-helpers';
+import { agentToolDefinitions, outcomeText } from './agent-tools';
+import { clampPoint, desktopOs, normalizeCombo, screenCentre, scrollDelta, withHeldKeys, type DesktopOs, type PlannedActions } from './desktop-helpers';
 import {
   ModelError,
   type Effort,
@@ -31,7 +31,6 @@ import {
   type ModelMove,
   type ModelTurnInput,
   type ModelTurnOutput,
-  type ModelUsage,
   type ScopeJudgeInput,
   type ScopeVerdict,
   type TurnOutcome,
@@ -39,6 +38,19 @@ import {
 import { fitWithin, resizePng } from './screenshots';
 import { sdkClientOptions, toModelError, type VendorBackendOptions } from './vendor-http';
 import { anthropicText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, scopeJudgeQuestion } from './scope-judge';
+import {
+  agentToolRequest,
+  answerCall,
+  computerProblem,
+  computerRequest,
+  foreignState,
+  MAX_REQUESTS_PER_TURN,
+  reduceCalls,
+  thoughtOf,
+  trimmedTranscript,
+  TurnTally,
+  type CallRecord,
+} from './turn-reduction';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 
@@ -75,8 +87,6 @@ export const ANTHROPIC_EFFORT: Readonly<Record<Effort, { maxTokens: number; thin
 
 /** Pixels per scroll "click" of the computer tool. */
 const SCROLL_STEP_PX = 100;
-/** Requests within one turn when the model only asks for what cannot be done (told why each time). */
-const MAX_REQUESTS_PER_TURN = 3;
 /** Transcript length kept in state: the first message and the latest exchanges. */
 const MAX_MESSAGES = 41;
 const IMAGE_PLACEHOLDER = '[screenshot omitted]';
@@ -84,16 +94,9 @@ const IMAGE_PLACEHOLDER = '[screenshot omitted]';
 type Message = BetaMessageParam & { content: BetaContentBlockParam[] };
 
 /** A tool use of the last answer that the next request must answer. */
-interface PendingUse {
+interface PendingUse extends CallRecord {
   id: string;
   name: string;
-  /** Carried out this turn (else answered with NOT_CARRIED_OUT or `error`). */
-  handled: boolean;
-  /** For computer uses: which of the move's actions it became. */
-  first?: number;
-  count?: number;
-  /** Answered with this error without running anything. */
-  error?: string;
 }
 
 interface AnthropicState {
@@ -117,11 +120,7 @@ interface Geometry {
 function readState(state: unknown): AnthropicState {
   const s = state as Partial<AnthropicState> | null;
   if (!s || s.v !== 1 || !Array.isArray(s.messages) || !Array.isArray(s.pending)) {
-    throw new ModelError('The Anthropic backend was given a state it did not write', {
-      code: 'invalid_input',
-      retryable: false,
-      backend: 'anthropic',
-    });
+    throw foreignState('anthropic', 'Anthropic');
   }
   return { v: 1, messages: s.messages, pending: s.pending, cursor: s.cursor ?? null };
 }
@@ -142,14 +141,6 @@ function withoutImages(messages: Message[]): Message[] {
   return messages.map((m) => (m.role === 'user' ? { role: m.role, content: m.content.map(strip) } : m));
 }
 
-/** Keeps the first message and the latest exchanges, dropping whole assistant/user pairs. */
-function trimmed(messages: Message[]): Message[] {
-  if (messages.length <= MAX_MESSAGES) return messages;
-  const drop = messages.length - MAX_MESSAGES;
-  const pairs = Math.ceil(drop / 2) * 2;
-  return [messages[0], ...messages.slice(1 + pairs)];
-}
-
 function text(value: string): BetaTextBlockParam {
   return { type: 'text', text: value };
 }
@@ -165,14 +156,9 @@ function toolResults(pending: PendingUse[], outcome: TurnOutcome | null, image: 
   const lastComputer = computer[computer.length - 1];
   let trailing: BetaContentBlockParam[] = [];
   const results = pending.map((p): BetaToolResultBlockParam => {
-    if (p.error !== undefined) return { type: 'tool_result', tool_use_id: p.id, is_error: true, content: [text(p.error)] };
-    if (!p.handled) return { type: 'tool_result', tool_use_id: p.id, is_error: true, content: [text(NOT_CARRIED_OUT)] };
-    if (p.count === undefined) {
-      const { text: body, isError } = outcomeText(outcome);
-      return { type: 'tool_result', tool_use_id: p.id, is_error: isError, content: [text(body)] };
-    }
-    const call = callOutcome(outcome, p.first ?? 0, p.count);
-    const problem = call.refused ?? (call.failures ? `Failed: ${call.failures}.` : null);
+    const answer = answerCall(p, outcome);
+    if (answer.kind === 'text') return { type: 'tool_result', tool_use_id: p.id, is_error: answer.isError, content: [text(answer.text)] };
+    const problem = computerProblem(answer.outcome);
     const screen = image ? imageBlock(image) : text('No screenshot is available.');
     if (problem !== null) {
       if (p === lastComputer) trailing = [text('The screen now:'), screen];
@@ -183,14 +169,12 @@ function toolResults(pending: PendingUse[], outcome: TurnOutcome | null, image: 
   return [...results, ...trailing];
 }
 
-type Mapped = { ok: true; actions: DesktopAction[] } | { ok: false; error: string };
-
 /** One `computer` tool use → desktop actions, in screen pixels. */
 function mapComputerAction(
   input: Record<string, unknown>,
   geo: Geometry,
   cursor: { x: number; y: number } | null,
-): { mapped: Mapped; cursor: { x: number; y: number } | null } {
+): { mapped: PlannedActions; cursor: { x: number; y: number } | null } {
   const { mapped, cursor: next } = mapComputerActionPlain(input, geo, cursor);
   // Keys held during a click or scroll come in `text` (e.g. "shift", "cmd").
   const held = typeof input.text === 'string' && HOLDS_KEYS.has(String(input.action)) ? [input.text] : [];
@@ -206,7 +190,7 @@ function mapComputerActionPlain(
   input: Record<string, unknown>,
   geo: Geometry,
   cursor: { x: number; y: number } | null,
-): { mapped: Mapped; cursor: { x: number; y: number } | null } {
+): { mapped: PlannedActions; cursor: { x: number; y: number } | null } {
   const toScreen = (value: unknown): { x: number; y: number } | null => {
     if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'number' || typeof value[1] !== 'number') return null;
     return clampPoint(value[0] / geo.scale, value[1] / geo.scale, geo.screenWidth, geo.screenHeight);
@@ -249,12 +233,10 @@ function mapComputerActionPlain(
       return ok(combos.map((keys) => ({ type: 'key', keys })));
     }
     case 'scroll': {
-      const where = at ?? { x: Math.round(geo.screenWidth / 2), y: Math.round(geo.screenHeight / 2) };
+      const where = at ?? screenCentre(geo.screenWidth, geo.screenHeight);
       const amount = typeof input.scroll_amount === 'number' && input.scroll_amount > 0 ? input.scroll_amount : 3;
       const px = Math.round(amount * SCROLL_STEP_PX);
-      const direction = input.scroll_direction;
-      const dx = direction === 'left' ? -px : direction === 'right' ? px : 0;
-      const dy = direction === 'up' ? -px : direction === 'down' ? px : 0;
+      const { dx, dy } = scrollDelta(input.scroll_direction, px, px);
       if (dx === 0 && dy === 0) return fail('scroll needs scroll_direction up, down, left or right');
       return ok([{ type: 'scroll', x: where.x, y: where.y, dx, dy }], where);
     }
@@ -282,7 +264,7 @@ function interpret(response: BetaMessage, input: ModelTurnInput, geo: Geometry, 
     .filter((b): b is Extract<BetaContentBlock, { type: 'text' }> => b.type === 'text')
     .map((b) => b.text.trim())
     .filter((t) => t !== '');
-  const thought = texts.length > 0 ? texts.join('\n') : null;
+  const thought = thoughtOf(texts);
   const uses = response.content
     .filter((b): b is Extract<BetaContentBlock, { type: 'tool_use' }> => b.type === 'tool_use')
     .map((b) => ({ id: b.id, name: b.name, input: (b.input && typeof b.input === 'object' ? b.input : {}) as Record<string, unknown> }));
@@ -297,43 +279,18 @@ function interpret(response: BetaMessage, input: ModelTurnInput, geo: Geometry, 
     return { move: { kind: 'done', summary: thought ?? 'Done.' }, pending: [], cursor, thought };
   }
 
-  type Plan = { use: (typeof uses)[number]; computer?: DesktopAction[]; move?: ModelMove; error?: string };
   let position = cursor;
-  const plans: Plan[] = uses.map((use) => {
-    if (use.name === 'computer') {
+  const reduced = reduceCalls(
+    uses.map((use) => {
+      if (use.name !== 'computer') return { call: use, request: agentToolRequest(use.name, use.input, input.tools, `There is no tool named "${use.name}".`) };
       const { mapped, cursor: next } = mapComputerAction(use.input ?? {}, geo, position);
       position = next;
-      return mapped.ok ? { use, computer: mapped.actions } : { use, error: mapped.error };
-    }
-    const call = agentToolCallToMove(use.name, use.input, input.tools);
-    if (call === null) return { use, error: `There is no tool named "${use.name}".` };
-    return call.ok ? { use, move: call.move } : { use, error: call.error };
-  });
-
-  const leader = plans.find((p) => p.error === undefined);
-  if (!leader) {
-    const pending = plans.map((p) => ({ id: p.use.id, name: p.use.name, handled: false, error: p.error }));
-    return { move: null, pending: [], cursor: position, thought, feedback: toolResults(pending, null, null) };
-  }
-
-  if (leader.computer) {
-    const actions: DesktopAction[] = [];
-    const pending = plans.map((p): PendingUse => {
-      if (p.error !== undefined) return { id: p.use.id, name: p.use.name, handled: false, error: p.error };
-      if (!p.computer) return { id: p.use.id, name: p.use.name, handled: false };
-      const entry = { id: p.use.id, name: p.use.name, handled: true, first: actions.length, count: p.computer.length };
-      actions.push(...p.computer);
-      return entry;
-    });
-    return { move: { kind: 'actions', actions, step: describeActions(actions) }, pending, cursor: position, thought };
-  }
-
-  const move = leader.move as ModelMove;
-  const ends = move.kind === 'done' || move.kind === 'fail';
-  const pending = ends
-    ? []
-    : plans.map((p): PendingUse => ({ id: p.use.id, name: p.use.name, handled: p === leader, ...(p.error !== undefined ? { error: p.error } : {}) }));
-  return { move, pending, cursor: position, thought };
+      return { call: use, request: computerRequest(mapped) };
+    }),
+  );
+  const pending = reduced.calls.map(({ call, record }): PendingUse => ({ id: call.id, name: call.name, ...record }));
+  if (!reduced.move) return { move: null, pending: [], cursor: position, thought, feedback: toolResults(pending, null, null) };
+  return { move: reduced.move, pending, cursor: position, thought };
 }
 
 function readResponse(body: BetaMessage): BetaMessage {
@@ -391,35 +348,27 @@ export class AnthropicBackend implements ModelBackend {
         state.pending.length > 0
           ? toolResults(state.pending, input.lastOutcome, image)
           : [text(outcomeText(input.lastOutcome).text), ...(image ? [imageBlock(image)] : [])];
-      messages = trimmed([...state.messages, { role: 'user', content: answer }]);
+      messages = trimmedTranscript([...state.messages, { role: 'user', content: answer }], MAX_MESSAGES);
     }
 
-    const usage: ModelUsage = { input_tokens: 0, output_tokens: 0 };
-    const thoughts: string[] = [];
+    const tally = new TurnTally();
     for (let request = 1; request <= MAX_REQUESTS_PER_TURN; request++) {
       const response = readResponse(await this.call(anthropicRequestBody(input, geo, messages), input.model, signal));
-      usage.input_tokens += response.usage?.input_tokens ?? 0;
-      usage.output_tokens += response.usage?.output_tokens ?? 0;
+      tally.count(response.usage?.input_tokens ?? 0, response.usage?.output_tokens ?? 0);
       // The API refuses an empty assistant message; an empty answer is simply asked for again.
       if (response.content.length === 0 && request < MAX_REQUESTS_PER_TURN) continue;
       // The API takes its own blocks back (thinking blocks keep their signatures).
       messages.push({ role: 'assistant', content: response.content as unknown as BetaContentBlockParam[] });
       const result = interpret(response, input, geo, cursor);
       cursor = result.cursor;
-      if (result.thought) thoughts.push(result.thought);
+      tally.heard(result.thought);
       if (result.move) {
         const state: AnthropicState = { v: 1, messages: withoutImages(messages), pending: result.pending, cursor };
-        return { state, thought: thoughts.length > 0 ? thoughts.join('\n') : null, move: result.move, safety: null, usage };
+        return tally.output(state, result.move, null);
       }
       messages.push({ role: 'user', content: result.feedback ?? [text('Go on.')] });
     }
-    return {
-      state: { v: 1, messages: withoutImages(messages), pending: [], cursor } satisfies AnthropicState,
-      thought: thoughts.length > 0 ? thoughts.join('\n') : null,
-      move: { kind: 'fail', reason: 'The model kept asking for steps that cannot be carried out on this computer.' },
-      safety: null,
-      usage,
-    };
+    return tally.gaveUp({ v: 1, messages: withoutImages(messages), pending: [], cursor } satisfies AnthropicState);
   }
 
   private async call(body: MessageCreateParamsNonStreaming, model: string, signal?: AbortSignal): Promise<BetaMessage> {

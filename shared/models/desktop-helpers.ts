@@ -169,6 +169,25 @@ export function navigateActions(
   };
 }
 
+/** The middle of the screen (where a scroll given no point happens). */
+export function screenCentre(width: number, height: number): { x: number; y: number } {
+  return { x: Math.round(width / 2), y: Math.round(height / 2) };
+}
+
+/** A scroll `direction` (`up`, `down`, `left` or `right`) as pixel deltas; both 0 for anything else. */
+export function scrollDelta(direction: unknown, horizontal: number, vertical: number): { dx: number; dy: number } {
+  return {
+    dx: direction === 'left' ? -horizontal : direction === 'right' ? horizontal : 0,
+    dy: direction === 'up' ? -vertical : direction === 'down' ? vertical : 0,
+  };
+}
+
+/** The browser's Back or Forward shortcut. */
+export function historyKeys(direction: 'back' | 'forward', os: DesktopOs): string {
+  if (os === 'windows') return direction === 'back' ? 'alt+left' : 'alt+right';
+  return direction === 'back' ? 'cmd+[' : 'cmd+]';
+}
+
 /** Clamps a point to the screen. */
 export function clampPoint(x: number, y: number, width: number, height: number): { x: number; y: number } {
   const cx = Math.min(Math.max(Math.round(x), 0), Math.max(width - 1, 0));

@@ -8,27 +8,22 @@
  * carries only the current screenshot).
  */
 import type { DesktopAction } from '../desktop/protocol';
+import { agentToolDefinitions, outcomeText, type PropertySchema, type ToolSchema } from './agent-tools';
 import {
-  agentToolCallToMove,
-  agentToolDefinitions,
-  NOT_CARRIED_OUT,
-  outcomeText,
-  type PropertySchema,
-  type ToolSchema,
-} from './agent-tools';
-import {
-  callOutcome,
   clampPoint,
   currentUrl,
-  describeActions,
   desktopOs,
+  historyKeys,
   mayAcknowledgeSafety,
   navigateActions,
   normalizeCombo,
   openAppActions,
   primaryModifier,
+  screenCentre,
+  scrollDelta,
   systemAppName,
   type DesktopOs,
+  type PlannedActions,
 } from './desktop-helpers';
 import {
   ModelError,
@@ -39,12 +34,25 @@ import {
   type ModelTurnOutput,
   type ScopeJudgeInput,
   type ScopeVerdict,
-  type ModelUsage,
   type TurnOutcome,
 } from './model.types';
 import type { Observation } from '../desktop/protocol';
 import { DEFAULT_TIMEOUT_MS, withRetries, type VendorBackendOptions } from './vendor-http';
 import { geminiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, SCOPE_JUDGE_RETRY, scopeJudgeQuestion } from './scope-judge';
+import {
+  agentToolRequest,
+  answerCall,
+  computerProblem,
+  computerRequest,
+  foreignState,
+  MAX_REQUESTS_PER_TURN,
+  reduceCalls,
+  thoughtOf,
+  trimmedTranscript,
+  TurnTally,
+  type CallRecord,
+  type CallRequest,
+} from './turn-reduction';
 import {
   Environment,
   FunctionCallingConfigMode,
@@ -104,7 +112,6 @@ export const GEMINI_COMPUTER_FUNCTIONS: readonly string[] = Object.freeze([
 const GRID = 1000;
 const DEFAULT_SCROLL_MAGNITUDE = 800;
 const SEARCH_ADDRESS = 'https://www.google.com';
-const MAX_REQUESTS_PER_TURN = 3;
 const MAX_CONTENTS = 41;
 
 type Part = GeminiPart;
@@ -113,15 +120,11 @@ interface Content extends GeminiContent {
   parts: Part[];
 }
 
-interface PendingCall {
+interface PendingCall extends CallRecord {
   name: string;
   id?: string;
-  handled: boolean;
   /** A predefined computer function (answered with the page address and a screenshot). */
   computer: boolean;
-  first?: number;
-  count?: number;
-  error?: string;
   /** The model asked for confirmation on this call; acknowledge it when it ran. */
   acknowledge?: boolean;
 }
@@ -137,11 +140,7 @@ type GeminiResponse = GenerateContentResponse;
 function readState(state: unknown): GeminiState {
   const s = state as Partial<GeminiState> | null;
   if (!s || s.v !== 1 || !Array.isArray(s.contents) || !Array.isArray(s.pending)) {
-    throw new ModelError('The Gemini backend was given a state it did not write', {
-      code: 'invalid_input',
-      retryable: false,
-      backend: 'gemini',
-    });
+    throw foreignState('gemini', 'Gemini');
   }
   return { v: 1, contents: s.contents, pending: s.pending };
 }
@@ -168,12 +167,6 @@ function withoutImages(contents: Content[]): Content[] {
   });
 }
 
-function trimmed(contents: Content[]): Content[] {
-  if (contents.length <= MAX_CONTENTS) return contents;
-  const pairs = Math.ceil((contents.length - MAX_CONTENTS) / 2) * 2;
-  return [contents[0], ...contents.slice(1 + pairs)];
-}
-
 /**
  * The function responses answering the previous answer's calls, in the same order. A call the
  * model asked to confirm carries `safety_acknowledgement` only when a person approved it and it
@@ -191,35 +184,23 @@ function functionResponses(
   return pending.map((p): Part => {
     const base: { name: string; id?: string } = { name: p.name };
     if (p.id) base.id = p.id;
-    if (!p.computer) {
-      let response: Record<string, unknown>;
-      if (p.error !== undefined) response = { error: p.error };
-      else if (!p.handled) response = { error: NOT_CARRIED_OUT };
-      else {
-        const { text, isError } = outcomeText(outcome);
-        response = isError ? { error: text } : { result: text };
-      }
-      return { functionResponse: { ...base, response } };
-    }
-    const response: Record<string, unknown> = { url: currentUrl(observation) ?? '' };
-    if (p.error !== undefined) response.error = p.error;
-    else if (!p.handled) response.error = NOT_CARRIED_OUT;
+    const answer = answerCall(p, outcome);
+    const response: Record<string, unknown> = p.computer ? { url: currentUrl(observation) ?? '' } : {};
+    if (answer.kind === 'text') response[answer.isError ? 'error' : 'result'] = answer.text;
     else {
-      const call = callOutcome(outcome, p.first ?? 0, p.count ?? 0);
-      if (call.refused !== null) response.error = call.refused;
-      else if (call.failures) response.error = `Failed: ${call.failures}.`;
-      if (p.acknowledge && mayAcknowledgeSafety(safetyApproved, call)) response.safety_acknowledgement = 'true';
+      const problem = computerProblem(answer.outcome);
+      if (problem !== null) response.error = problem;
+      if (p.acknowledge && mayAcknowledgeSafety(safetyApproved, answer.outcome)) response.safety_acknowledgement = 'true';
     }
+    if (!p.computer) return { functionResponse: { ...base, response } };
     const functionResponse: NonNullable<Part['functionResponse']> = { ...base, response };
     if (p === lastComputer && image) functionResponse.parts = [{ inlineData: { mimeType: 'image/png', data: image.toString('base64') } }];
     return { functionResponse };
   });
 }
 
-type Mapped = { ok: true; actions: DesktopAction[] } | { ok: false; error: string };
-
 /** One predefined computer-use call → desktop actions, in screen pixels. */
-function mapComputerCall(name: string, args: Record<string, unknown>, input: ModelTurnInput, os: DesktopOs): Mapped {
+function mapComputerCall(name: string, args: Record<string, unknown>, input: ModelTurnInput, os: DesktopOs): PlannedActions {
   const { width, height } = input.display;
   const num = (key: string) => (typeof args[key] === 'number' ? (args[key] as number) : null);
   const at = (xKey: string, yKey: string) => {
@@ -227,7 +208,7 @@ function mapComputerCall(name: string, args: Record<string, unknown>, input: Mod
     const y = num(yKey);
     return x === null || y === null ? null : clampPoint((x / GRID) * width, (y / GRID) * height, width, height);
   };
-  const needs = (what: string): Mapped => ({ ok: false, error: `${name} needs ${what}` });
+  const needs = (what: string): PlannedActions => ({ ok: false, error: `${name} needs ${what}` });
   const mod = primaryModifier(os);
   switch (name) {
     case 'open_web_browser': {
@@ -240,9 +221,9 @@ function mapComputerCall(name: string, args: Record<string, unknown>, input: Mod
     case 'wait_5_seconds':
       return { ok: true, actions: [{ type: 'wait', ms: 5000 }] };
     case 'go_back':
-      return { ok: true, actions: [{ type: 'key', keys: os === 'windows' ? 'alt+left' : 'cmd+[' }] };
+      return { ok: true, actions: [{ type: 'key', keys: historyKeys('back', os) }] };
     case 'go_forward':
-      return { ok: true, actions: [{ type: 'key', keys: os === 'windows' ? 'alt+right' : 'cmd+]' }] };
+      return { ok: true, actions: [{ type: 'key', keys: historyKeys('forward', os) }] };
     case 'search':
       return navigateActions(SEARCH_ADDRESS, os, input.observation, true);
     case 'navigate': {
@@ -272,15 +253,10 @@ function mapComputerCall(name: string, args: Record<string, unknown>, input: Mod
     }
     case 'scroll_document':
     case 'scroll_at': {
-      const direction = args.direction;
-      const centre = { x: Math.round(width / 2), y: Math.round(height / 2) };
-      const p = name === 'scroll_at' ? at('x', 'y') : centre;
+      const p = name === 'scroll_at' ? at('x', 'y') : screenCentre(width, height);
       if (!p) return needs('x and y');
       const magnitude = name === 'scroll_at' ? (num('magnitude') ?? DEFAULT_SCROLL_MAGNITUDE) : DEFAULT_SCROLL_MAGNITUDE;
-      const vertical = Math.round((magnitude / GRID) * height);
-      const horizontal = Math.round((magnitude / GRID) * width);
-      const dx = direction === 'left' ? -horizontal : direction === 'right' ? horizontal : 0;
-      const dy = direction === 'up' ? -vertical : direction === 'down' ? vertical : 0;
+      const { dx, dy } = scrollDelta(args.direction, Math.round((magnitude / GRID) * width), Math.round((magnitude / GRID) * height));
       if (dx === 0 && dy === 0) return needs('a direction: up, down, left or right');
       return { ok: true, actions: [{ type: 'scroll', ...p, dx, dy }] };
     }
@@ -326,7 +302,7 @@ function interpret(response: GeminiResponse, input: ModelTurnInput, os: DesktopO
   const thoughts = parts
     .filter((p) => typeof p.text === 'string' && p.thought === true && (p.text as string).trim() !== '')
     .map((p) => (p.text as string).trim());
-  const thought = said.length > 0 ? said.join('\n') : thoughts.length > 0 ? thoughts.join('\n') : null;
+  const thought = thoughtOf(said, thoughts);
   const calls = parts
     .map((p) => p.functionCall as { name?: unknown; args?: unknown; id?: unknown } | undefined)
     .filter((c): c is { name: string; args?: unknown; id?: unknown } => !!c && typeof c.name === 'string');
@@ -342,61 +318,39 @@ function interpret(response: GeminiResponse, input: ModelTurnInput, os: DesktopO
     return { move: { kind: 'done', summary: said.join('\n') || 'Done.' }, pending: [], thought, safety: null };
   }
 
-  type Plan = { name: string; id?: string; computer: boolean; actions?: DesktopAction[]; move?: ModelMove; error?: string; safety?: string };
-  const plans: Plan[] = calls.map((call): Plan => {
-    const args = (call.args && typeof call.args === 'object' ? call.args : {}) as Record<string, unknown>;
-    const id = typeof call.id === 'string' ? call.id : undefined;
-    if (GEMINI_COMPUTER_FUNCTIONS.includes(call.name)) {
-      const mapped = mapComputerCall(call.name, args, input, os);
-      const decision = args.safety_decision as { decision?: unknown; explanation?: unknown } | undefined;
-      const safety =
-        decision && decision.decision === 'require_confirmation'
-          ? typeof decision.explanation === 'string' && decision.explanation !== ''
-            ? decision.explanation
-            : 'The model asks for confirmation before this step.'
-          : undefined;
-      return mapped.ok
-        ? { name: call.name, id, computer: true, actions: mapped.actions, safety }
-        : { name: call.name, id, computer: true, error: mapped.error };
-    }
-    const result = agentToolCallToMove(call.name, args, input.tools);
-    if (result === null) return { name: call.name, id, computer: false, error: `There is no function named "${call.name}".` };
-    return result.ok ? { name: call.name, id, computer: false, move: result.move } : { name: call.name, id, computer: false, error: result.error };
-  });
-
-  const base = (p: Plan): PendingCall => ({
-    name: p.name,
-    ...(p.id ? { id: p.id } : {}),
-    handled: false,
-    computer: p.computer,
-    ...(p.error !== undefined ? { error: p.error } : {}),
-  });
-  const leader = plans.find((p) => p.error === undefined);
-  if (!leader) return { move: null, pending: plans.map(base), thought, safety: null };
-
-  if (leader.actions) {
-    const actions: DesktopAction[] = [];
-    const safety: string[] = [];
-    const pending = plans.map((p): PendingCall => {
-      if (!p.actions) return base(p);
-      const entry: PendingCall = { ...base(p), handled: true, first: actions.length, count: p.actions.length };
-      if (p.safety) {
-        safety.push(p.safety);
-        entry.acknowledge = true;
+  const reduced = reduceCalls(
+    calls.map((call): { call: ReplyCall; request: CallRequest } => {
+      const args = (call.args && typeof call.args === 'object' ? call.args : {}) as Record<string, unknown>;
+      const id = typeof call.id === 'string' ? call.id : undefined;
+      if (!GEMINI_COMPUTER_FUNCTIONS.includes(call.name)) {
+        return { call: { name: call.name, id, computer: false }, request: agentToolRequest(call.name, args, input.tools, `There is no function named "${call.name}".`) };
       }
-      actions.push(...p.actions);
-      return entry;
-    });
-    return {
-      move: { kind: 'actions', actions, step: describeActions(actions) },
-      pending,
-      thought,
-      safety: safety.length > 0 ? safety.join(' ') : null,
-    };
-  }
-  const move = leader.move as ModelMove;
-  const ends = move.kind === 'done' || move.kind === 'fail';
-  return { move, pending: ends ? [] : plans.map((p) => ({ ...base(p), handled: p === leader })), thought, safety: null };
+      const safety = confirmationAsked(args);
+      return { call: { name: call.name, id, computer: true, safety }, request: computerRequest(mapComputerCall(call.name, args, input, os), safety ? [safety] : []) };
+    }),
+  );
+  const pending = reduced.calls.map(({ call, record }): PendingCall => {
+    const { handled, ...rest } = record;
+    const entry: PendingCall = { name: call.name, ...(call.id ? { id: call.id } : {}), handled, computer: call.computer, ...rest };
+    if (handled && call.computer && call.safety) entry.acknowledge = true;
+    return entry;
+  });
+  return { move: reduced.move, pending, thought, safety: reduced.safety };
+}
+
+/** One function call of a reply; `safety` is the confirmation the model asked for, on a computer call. */
+interface ReplyCall {
+  name: string;
+  id?: string;
+  computer: boolean;
+  safety?: string;
+}
+
+/** The model's request for confirmation on a computer call (`safety_decision`), as a person should read it; undefined when none. */
+function confirmationAsked(args: Record<string, unknown>): string | undefined {
+  const decision = args.safety_decision as { decision?: unknown; explanation?: unknown } | undefined;
+  if (!decision || decision.decision !== 'require_confirmation') return undefined;
+  return typeof decision.explanation === 'string' && decision.explanation !== '' ? decision.explanation : 'The model asks for confirmation before this step.';
 }
 
 function readResponse(r: GeminiResponse): GeminiResponse {
@@ -464,31 +418,30 @@ export class GeminiBackend implements ModelBackend {
         state.pending.length > 0
           ? functionResponses(state.pending, input.lastOutcome, input.observation, image, input.safetyApproved)
           : [{ text: outcomeText(input.lastOutcome).text }, ...(image ? [inlinePng(image)] : [])];
-      contents = trimmed([...state.contents, { role: 'user', parts: answer }]);
+      contents = trimmedTranscript([...state.contents, { role: 'user', parts: answer }], MAX_CONTENTS);
     }
 
-    const usage: ModelUsage = { input_tokens: 0, output_tokens: 0 };
-    const thoughts: string[] = [];
+    const tally = new TurnTally();
     for (let request = 1; request <= MAX_REQUESTS_PER_TURN; request++) {
       const response = readResponse(await this.call(geminiRequest(input, contents), signal));
-      usage.input_tokens += response.usageMetadata?.promptTokenCount ?? 0;
-      usage.output_tokens += (response.usageMetadata?.candidatesTokenCount ?? 0) + (response.usageMetadata?.thoughtsTokenCount ?? 0);
+      const counted = response.usageMetadata;
+      tally.count(counted?.promptTokenCount ?? 0, (counted?.candidatesTokenCount ?? 0) + (counted?.thoughtsTokenCount ?? 0));
       if (!response.candidates?.length && response.promptFeedback?.blockReason) {
         return {
           state: { v: 1, contents: withoutImages(contents), pending: [] } satisfies GeminiState,
           thought: null,
           move: { kind: 'fail', reason: `The model declined the task (${response.promptFeedback.blockReason}).` },
           safety: null,
-          usage,
+          usage: tally.usage,
         };
       }
       const modelParts = response.candidates?.[0]?.content?.parts ?? [];
       if (modelParts.length > 0) contents.push({ role: 'model', parts: modelParts });
       const result = interpret(response, input, os);
-      if (result.thought) thoughts.push(result.thought);
+      tally.heard(result.thought);
       if (result.move) {
         const state: GeminiState = { v: 1, contents: withoutImages(contents), pending: result.pending };
-        return { state, thought: thoughts.join('\n') || null, move: result.move, safety: result.safety, usage };
+        return tally.output(state, result.move, result.safety);
       }
       if (result.pending.length > 0) {
         contents.push({ role: 'user', parts: functionResponses(result.pending, null, input.observation, null, false) });
@@ -497,13 +450,7 @@ export class GeminiBackend implements ModelBackend {
       }
       // Nothing came back at all: the same request is simply asked again.
     }
-    return {
-      state: { v: 1, contents: withoutImages(contents), pending: [] } satisfies GeminiState,
-      thought: thoughts.join('\n') || null,
-      move: { kind: 'fail', reason: 'The model kept asking for steps that cannot be carried out on this computer.' },
-      safety: null,
-      usage,
-    };
+    return tally.gaveUp({ v: 1, contents: withoutImages(contents), pending: [] } satisfies GeminiState);
   }
 
   private call(request: GenerateContentParameters, signal?: AbortSignal): Promise<GenerateContentResponse> {

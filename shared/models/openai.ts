@@ -11,14 +11,25 @@ import type {
   ComputerAction,
   Response as OpenAIResponse,
   ResponseComputerToolCall,
+  ResponseFunctionToolCall,
   ResponseCreateParamsNonStreaming,
   ResponseInputItem,
   ResponseOutputItem,
   Tool,
 } from 'openai/resources/responses/responses';
 import type { DesktopAction } from '../desktop/protocol';
-import { agentToolCallToMove, agentToolDefinitions, NOT_CARRIED_OUT, outcomeText } from './agent-tools';
-import { callOutcome, clampPoint, describeActions, desktopOs, mayAcknowledgeSafety, normalizeCombo, withHeldKeys, type DesktopOs } from './desktop-helpers';
+import { agentToolDefinitions, outcomeText } from './agent-tools';
+import {
+  clampPoint,
+  desktopOs,
+  historyKeys,
+  mayAcknowledgeSafety,
+  normalizeCombo,
+  screenCentre,
+  withHeldKeys,
+  type DesktopOs,
+  type PlannedActions,
+} from './desktop-helpers';
 import {
   ModelError,
   type ModelBackend,
@@ -27,28 +38,35 @@ import {
   type ModelTurnOutput,
   type ScopeJudgeInput,
   type ScopeVerdict,
-  type ModelUsage,
   type TurnOutcome,
 } from './model.types';
 import { blankPng, resizePng } from './screenshots';
 import { sdkClientOptions, toModelError, type VendorBackendOptions } from './vendor-http';
 import { openaiText, readScopeAnswer, SCOPE_JUDGE_INSTRUCTIONS, SCOPE_JUDGE_RETRY, scopeJudgeQuestion } from './scope-judge';
+import {
+  agentToolRequest,
+  answerCall,
+  computerProblem,
+  computerRequest,
+  foreignState,
+  MAX_REQUESTS_PER_TURN,
+  reduceCalls,
+  thoughtOf,
+  TurnTally,
+  type CallRecord,
+  type CallRequest,
+} from './turn-reduction';
 
 /** The API base including `/v1`, as OpenAI's own clients take `OPENAI_BASE_URL`. */
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 /** An OpenAI `wait` has no duration; two seconds is what OpenAI's samples wait. */
 const WAIT_MS = 2000;
-const MAX_REQUESTS_PER_TURN = 3;
 
 type SafetyCheck = ResponseComputerToolCall.PendingSafetyCheck;
 
-interface PendingCall {
+interface PendingCall extends CallRecord {
   call_id: string;
   type: 'computer' | 'function';
-  handled: boolean;
-  first?: number;
-  count?: number;
-  error?: string;
   /** Safety checks to acknowledge when the step ran. */
   checks?: SafetyCheck[];
 }
@@ -62,11 +80,7 @@ interface OpenAIState {
 function readState(state: unknown): OpenAIState {
   const s = state as Partial<OpenAIState> | null;
   if (!s || s.v !== 1 || typeof s.response_id !== 'string' || !Array.isArray(s.pending)) {
-    throw new ModelError('The OpenAI backend was given a state it did not write', {
-      code: 'invalid_input',
-      retryable: false,
-      backend: 'openai',
-    });
+    throw foreignState('openai', 'OpenAI');
   }
   return { v: 1, response_id: s.response_id, pending: s.pending };
 }
@@ -86,37 +100,31 @@ function answers(pending: PendingCall[], outcome: TurnOutcome | null, screenshot
   const items: Item[] = [];
   const notes: string[] = [];
   for (const call of pending) {
-    if (call.type === 'computer') {
-      const item: ResponseInputItem.ComputerCallOutput = {
-        type: 'computer_call_output',
-        call_id: call.call_id,
-        output: { type: 'computer_screenshot', image_url: screenshotUrl },
-      };
-      if (call.error !== undefined) notes.push(call.error);
-      else if (!call.handled) notes.push(NOT_CARRIED_OUT);
-      else {
-        const ran = callOutcome(outcome, call.first ?? 0, call.count ?? 0);
-        if (call.checks && call.checks.length > 0 && mayAcknowledgeSafety(safetyApproved, ran)) item.acknowledged_safety_checks = call.checks;
-        if (ran.refused !== null) notes.push(ran.refused);
-        else if (ran.failures) notes.push(`The last action did not work: ${ran.failures}.`);
-      }
-      items.push(item);
+    const answer = answerCall(call, outcome);
+    if (call.type === 'function') {
+      // A function call's record never holds actions: its answer is text.
+      if (answer.kind === 'text') items.push({ type: 'function_call_output', call_id: call.call_id, output: answer.text });
       continue;
     }
-    let output: string;
-    if (call.error !== undefined) output = call.error;
-    else if (!call.handled) output = NOT_CARRIED_OUT;
-    else output = outcomeText(outcome).text;
-    items.push({ type: 'function_call_output', call_id: call.call_id, output });
+    const item: ResponseInputItem.ComputerCallOutput = {
+      type: 'computer_call_output',
+      call_id: call.call_id,
+      output: { type: 'computer_screenshot', image_url: screenshotUrl },
+    };
+    if (answer.kind === 'text') notes.push(answer.text);
+    else {
+      if (call.checks && call.checks.length > 0 && mayAcknowledgeSafety(safetyApproved, answer.outcome)) item.acknowledged_safety_checks = call.checks;
+      const problem = computerProblem(answer.outcome, 'The last action did not work');
+      if (problem !== null) notes.push(problem);
+    }
+    items.push(item);
   }
   if (notes.length > 0) items.push({ role: 'user', type: 'message', content: [{ type: 'input_text', text: notes.join('\n') }] });
   return items;
 }
 
-type Mapped = { ok: true; actions: DesktopAction[] } | { ok: false; error: string };
-
 /** One action of a `computer_call` → desktop actions, keys held during it applied. */
-function mapAction(action: ComputerAction | Record<string, unknown>, os: DesktopOs, width: number, height: number): Mapped {
+function mapAction(action: ComputerAction | Record<string, unknown>, os: DesktopOs, width: number, height: number): PlannedActions {
   const mapped = mapPlainAction(action as Record<string, unknown>, os, width, height);
   const held = (action as { keys?: unknown }).keys;
   const type = (action as { type?: unknown }).type;
@@ -124,7 +132,7 @@ function mapAction(action: ComputerAction | Record<string, unknown>, os: Desktop
   return withHeldKeys(mapped.actions, held.filter((k): k is string => typeof k === 'string'), os);
 }
 
-function mapPlainAction(action: Record<string, unknown>, os: DesktopOs, width: number, height: number): Mapped {
+function mapPlainAction(action: Record<string, unknown>, os: DesktopOs, width: number, height: number): PlannedActions {
   const num = (key: string) => (typeof action[key] === 'number' ? (action[key] as number) : null);
   const point = () => {
     const x = num('x');
@@ -143,8 +151,7 @@ function mapPlainAction(action: Record<string, unknown>, os: DesktopOs, width: n
       const button = action.button ?? 'left';
       if (button === 'left') return { ok: true, actions: [{ type: 'click', ...p }] };
       if (button === 'right') return { ok: true, actions: [{ type: 'click', ...p, button: 'right' }] };
-      if (button === 'back') return { ok: true, actions: [{ type: 'key', keys: os === 'windows' ? 'alt+left' : 'cmd+[' }] };
-      if (button === 'forward') return { ok: true, actions: [{ type: 'key', keys: os === 'windows' ? 'alt+right' : 'cmd+]' }] };
+      if (button === 'back' || button === 'forward') return { ok: true, actions: [{ type: 'key', keys: historyKeys(button, os) }] };
       return { ok: false, error: `The ${String(button)} button is not available on this computer; use left or right.` };
     }
     case 'double_click': {
@@ -171,7 +178,7 @@ function mapPlainAction(action: Record<string, unknown>, os: DesktopOs, width: n
       if (typeof action.text !== 'string') return { ok: false, error: 'type needs text' };
       return { ok: true, actions: [{ type: 'type', text: action.text }] };
     case 'scroll': {
-      const p = point() ?? { x: Math.round(width / 2), y: Math.round(height / 2) };
+      const p = point() ?? screenCentre(width, height);
       return {
         ok: true,
         actions: [{ type: 'scroll', ...p, dx: Math.round(num('scroll_x') ?? 0), dy: Math.round(num('scroll_y') ?? 0) }],
@@ -223,7 +230,7 @@ function interpret(response: OpenAIResponse, input: ModelTurnInput, os: DesktopO
       }
     }
   }
-  const thought = said.length > 0 ? said.join('\n') : reasoning.length > 0 ? reasoning.join('\n') : null;
+  const thought = thoughtOf(said, reasoning);
   const calls = response.output.filter(
     (i): i is Extract<ResponseOutputItem, { type: 'computer_call' | 'function_call' }> =>
       (i.type === 'computer_call' || i.type === 'function_call') && typeof i.call_id === 'string',
@@ -234,63 +241,38 @@ function interpret(response: OpenAIResponse, input: ModelTurnInput, os: DesktopO
     return { move: { kind: 'done', summary: said.join('\n') || thought || 'Done.' }, pending: [], thought, safety: null };
   }
 
-  type Plan = { item: (typeof calls)[number]; computer?: DesktopAction[]; move?: ModelMove; error?: string };
-  const plans: Plan[] = calls.map((item): Plan => {
-    if (item.type === 'computer_call') {
-      // The GA tool batches actions in `actions[]`; a single `action` is read the same way.
-      const batch: Array<ComputerAction | Record<string, unknown>> = item.actions ?? (item.action ? [item.action] : []);
-      if (batch.length === 0) return { item, error: 'The computer call holds no action.' };
-      const actions: DesktopAction[] = [];
-      for (const action of batch) {
-        const mapped = mapAction(action, os, input.display.width, input.display.height);
-        if (!mapped.ok) return { item, error: mapped.error };
-        actions.push(...mapped.actions);
-      }
-      return { item, computer: actions };
-    }
-    let args: unknown = {};
-    try {
-      args = typeof item.arguments === 'string' && item.arguments !== '' ? JSON.parse(item.arguments) : {};
-    } catch {
-      return { item, error: 'The arguments are not valid JSON.' };
-    }
-    const call = agentToolCallToMove(String(item.name), args, input.tools);
-    if (call === null) return { item, error: `There is no function named "${String(item.name)}".` };
-    return call.ok ? { item, move: call.move } : { item, error: call.error };
+  const reduced = reduceCalls(calls.map((item) => ({ call: item, request: callRequest(item, input, os) })));
+  const pending = reduced.calls.map(({ call, record }): PendingCall => {
+    const entry: PendingCall = { call_id: call.call_id, type: call.type === 'computer_call' ? 'computer' : 'function', ...record };
+    const checks = call.type === 'computer_call' && record.handled && Array.isArray(call.pending_safety_checks) ? call.pending_safety_checks : [];
+    if (checks.length > 0) entry.checks = checks;
+    return entry;
   });
+  return { move: reduced.move, pending, thought, safety: reduced.safety };
+}
 
-  const base = (p: Plan): PendingCall => ({
-    call_id: p.item.call_id,
-    type: p.item.type === 'computer_call' ? 'computer' : 'function',
-    handled: false,
-    ...(p.error !== undefined ? { error: p.error } : {}),
-  });
-  const leader = plans.find((p) => p.error === undefined);
-  if (!leader) return { move: null, pending: plans.map(base), thought, safety: null };
-
-  if (leader.computer) {
+/** One call of a response: a computer call's batch of actions, or one of the agent's functions. */
+function callRequest(item: ResponseComputerToolCall | ResponseFunctionToolCall, input: ModelTurnInput, os: DesktopOs): CallRequest {
+  if (item.type === 'computer_call') {
+    // The GA tool batches actions in `actions[]`; a single `action` is read the same way.
+    const batch: Array<ComputerAction | Record<string, unknown>> = item.actions ?? (item.action ? [item.action] : []);
+    if (batch.length === 0) return { kind: 'error', error: 'The computer call holds no action.' };
     const actions: DesktopAction[] = [];
-    const safety: string[] = [];
-    const pending = plans.map((p): PendingCall => {
-      if (!p.computer) return base(p);
-      const checks = p.item.type === 'computer_call' && Array.isArray(p.item.pending_safety_checks) ? p.item.pending_safety_checks : [];
-      for (const check of checks) safety.push(check.message ?? check.code ?? 'safety check');
-      const entry: PendingCall = { ...base(p), handled: true, first: actions.length, count: p.computer.length };
-      if (checks.length > 0) entry.checks = checks;
-      actions.push(...p.computer);
-      return entry;
-    });
-    return {
-      move: { kind: 'actions', actions, step: describeActions(actions) },
-      pending,
-      thought,
-      safety: safety.length > 0 ? safety.join(' ') : null,
-    };
+    for (const action of batch) {
+      const mapped = mapAction(action, os, input.display.width, input.display.height);
+      if (!mapped.ok) return computerRequest(mapped);
+      actions.push(...mapped.actions);
+    }
+    const checks = Array.isArray(item.pending_safety_checks) ? item.pending_safety_checks : [];
+    return computerRequest({ ok: true, actions }, checks.map((check) => check.message ?? check.code ?? 'safety check'));
   }
-
-  const move = leader.move as ModelMove;
-  const ends = move.kind === 'done' || move.kind === 'fail';
-  return { move, pending: ends ? [] : plans.map((p) => ({ ...base(p), handled: p === leader })), thought, safety: null };
+  let args: unknown = {};
+  try {
+    args = typeof item.arguments === 'string' && item.arguments !== '' ? JSON.parse(item.arguments) : {};
+  } catch {
+    return { kind: 'error', error: 'The arguments are not valid JSON.' };
+  }
+  return agentToolRequest(String(item.name), args, input.tools, `There is no function named "${String(item.name)}".`);
 }
 
 /** OpenAI Responses API backend (`Authorization: Bearer`, base URL including `/v1`), on OpenAI's SDK. */
@@ -343,31 +325,23 @@ export class OpenAIBackend implements ModelBackend {
           : [{ role: 'user', type: 'message', content: [{ type: 'input_text', text: outcomeText(input.lastOutcome).text }] }];
     }
 
-    const usage: ModelUsage = { input_tokens: 0, output_tokens: 0 };
-    const thoughts: string[] = [];
+    const tally = new TurnTally();
     for (let request = 1; request <= MAX_REQUESTS_PER_TURN; request++) {
       const response = readResponse(await this.call(openaiRequestBody(input, items, previous), input.model, signal));
-      usage.input_tokens += response.usage?.input_tokens ?? 0;
-      usage.output_tokens += response.usage?.output_tokens ?? 0;
+      tally.count(response.usage?.input_tokens ?? 0, response.usage?.output_tokens ?? 0);
       previous = response.id;
       const result = interpret(response, input, os);
-      if (result.thought) thoughts.push(result.thought);
+      tally.heard(result.thought);
       if (result.move) {
         const state: OpenAIState = { v: 1, response_id: response.id, pending: result.pending };
-        return { state, thought: thoughts.join('\n') || null, move: result.move, safety: result.safety, usage };
+        return tally.output(state, result.move, result.safety);
       }
       items =
         result.pending.length > 0
           ? answers(result.pending, null, await screenUrl(), false)
           : [{ role: 'user', type: 'message', content: [{ type: 'input_text', text: 'Go on.' }] }];
     }
-    return {
-      state: { v: 1, response_id: previous ?? '', pending: [] } satisfies OpenAIState,
-      thought: thoughts.join('\n') || null,
-      move: { kind: 'fail', reason: 'The model kept asking for steps that cannot be carried out on this computer.' },
-      safety: null,
-      usage,
-    };
+    return tally.gaveUp({ v: 1, response_id: previous ?? '', pending: [] } satisfies OpenAIState);
   }
 
   private async call(body: ResponseCreateParamsNonStreaming, model: string, signal?: AbortSignal): Promise<OpenAIResponse> {

@@ -3,6 +3,7 @@ import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
 import { newId } from '../ids';
 import type { ApiKeyObject, ApiKeyService } from '../api-keys/api-keys.service';
+import { anyOrgExists, insertOrg, orgExists } from './orgs.repository';
 
 export interface Org {
   object: 'org';
@@ -29,7 +30,7 @@ export class OrgService {
     if (!trimmed || trimmed.length > 200) throw new Error('org name must be 1 to 200 characters');
     return this.deps.db.transaction(async (trx) => {
       const id = newId('org');
-      const [row] = await trx('orgs').insert({ id, name: trimmed }).returning(['id', 'name', 'created_at']);
+      const row = await insertOrg(trx, { id, name: trimmed });
       await recordAudit(trx, { orgId: id, actor, action: 'org.created', objectType: 'org', objectId: id, data: { name: trimmed } });
       for (const hook of this.hooks) await hook(trx, id, actor);
       const { apiKey, secret } = await this.deps.apiKeys.create(trx, id, 'Default key', actor);
@@ -38,11 +39,11 @@ export class OrgService {
   }
 
   async exists(orgId: string): Promise<boolean> {
-    return Boolean(await this.deps.db('orgs').where({ id: orgId }).first('id'));
+    return orgExists(this.deps.db, orgId);
   }
 
   /** Whether any org exists (the first development start creates one). */
   async any(): Promise<boolean> {
-    return Boolean(await this.deps.db('orgs').first('id'));
+    return anyOrgExists(this.deps.db);
   }
 }

@@ -6,6 +6,7 @@ import { newId } from '../ids';
 import { QUEUE_NAMES } from '../queues/catalog';
 import { jobId, type JobQueues } from '../queues/job-queues';
 import { currentToolSecret } from './tool-secrets.service';
+import { claimToolCall, finishToolCall, getToolCall, insertToolCall, latestToolCallIdOf, type ToolCall } from './tool-calls.repository';
 
 /**
  * Calls of the agents' HTTP tools (spec: Outgoing HTTP tool call). The task loop records a call
@@ -16,8 +17,6 @@ import { currentToolSecret } from './tool-secrets.service';
 
 /** Reply bytes that go back to the model; a longer reply is cut there and never read further. */
 export const TOOL_REPLY_MAX_BYTES = 64 * 1024;
-
-export type ToolCallStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface CreateToolCallInput {
   orgId: string;
@@ -31,30 +30,6 @@ export interface CreateToolCallInput {
   /** The tool as configured on that agent version (`tools.http[]`). */
   tool: { name: string; url: string };
   arguments: Record<string, unknown>;
-}
-
-/** A stored call. */
-export interface ToolCall {
-  id: string;
-  org_id: string;
-  task_id: string;
-  session_id: string;
-  agent_id: string;
-  agent_version: number;
-  step: number;
-  tool_name: string;
-  url: string;
-  arguments: Record<string, unknown>;
-  status: ToolCallStatus;
-  http_status: number | null;
-  reply_text: string | null;
-  truncated: boolean;
-  error: string | null;
-  error_code: string | null;
-  duration_ms: number | null;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
 }
 
 /** What the task loop hears when a call is finished (its row already updated). */
@@ -82,7 +57,7 @@ export interface ToolCallFinished {
 /** Records a call inside the caller's transaction; returns its id (`call_…`). Enqueue it after commit. */
 export async function createToolCall(trx: Knex | Knex.Transaction, input: CreateToolCallInput): Promise<string> {
   const id = newId('call');
-  await trx('tool_calls').insert({
+  await insertToolCall(trx, {
     id,
     org_id: input.orgId,
     task_id: input.taskId,
@@ -114,11 +89,11 @@ export async function enqueueToolCall(queues: JobQueues, callId: string): Promis
  * Answers whether a job was queued.
  */
 export async function requeueToolCallOf(db: Knex, queues: JobQueues, taskId: string): Promise<boolean> {
-  const latest = (await db('tool_calls').where({ task_id: taskId }).orderBy('created_at', 'desc').first('id')) as { id: string } | undefined;
-  if (!latest) return false;
-  const job = await queues.queue(QUEUE_NAMES.toolCalls).getJob(jobId('call', latest.id));
+  const latest = await latestToolCallIdOf(db, taskId);
+  if (latest === null) return false;
+  const job = await queues.queue(QUEUE_NAMES.toolCalls).getJob(jobId('call', latest));
   if (!job) {
-    await enqueueToolCall(queues, latest.id);
+    await enqueueToolCall(queues, latest);
     return true;
   }
   if (await job.isFailed()) {
@@ -126,10 +101,6 @@ export async function requeueToolCallOf(db: Knex, queues: JobQueues, taskId: str
     return true;
   }
   return false;
-}
-
-export async function getToolCall(db: Knex | Knex.Transaction, id: string): Promise<ToolCall | null> {
-  return ((await db('tool_calls').where({ id }).first()) as ToolCall | undefined) ?? null;
 }
 
 /** The JSON body POSTed to the tool: exactly the spec's fields. */
@@ -193,8 +164,7 @@ export class ToolCallService {
     if (call.started_at) return this.failInterrupted(call);
 
     const secret = await currentToolSecret(db, call.org_id);
-    const claimed = await db('tool_calls').where({ id: callId, status: 'pending' }).whereNull('started_at').update({ started_at: db.fn.now() });
-    if (claimed !== 1) return null;
+    if (!(await claimToolCall(db, callId))) return null;
 
     const body = toolCallBody(call);
     const result = await http.post(call.url, body, {
@@ -202,32 +172,24 @@ export class ToolCallService {
       timeoutMs: config.toolTimeoutMs,
       maxResponseBytes: TOOL_REPLY_MAX_BYTES,
     });
-    const [row] = (await db('tool_calls')
-      .where({ id: callId, status: 'pending' })
-      .update({
-        status: result.ok ? 'succeeded' : 'failed',
-        http_status: result.status,
-        reply_text: storableText(result.bodyText),
-        truncated: result.truncated,
-        error: result.error,
-        error_code: result.errorCode,
-        duration_ms: result.durationMs,
-        finished_at: db.fn.now(),
-      })
-      .returning('*')) as ToolCall[];
+    const row = await finishToolCall(db, callId, {
+      status: result.ok ? 'succeeded' : 'failed',
+      http_status: result.status,
+      reply_text: storableText(result.bodyText),
+      truncated: result.truncated,
+      error: result.error,
+      error_code: result.errorCode,
+      duration_ms: result.durationMs,
+    });
     return row ? finishedOf(row) : null;
   }
 
   private async failInterrupted(call: ToolCall): Promise<ToolCallFinished | null> {
-    const [row] = (await this.deps.db('tool_calls')
-      .where({ id: call.id, status: 'pending' })
-      .update({
-        status: 'failed',
-        error: 'the call was interrupted before its reply was recorded (the worker stopped); calls are made once and not repeated',
-        error_code: 'interrupted',
-        finished_at: this.deps.db.fn.now(),
-      })
-      .returning('*')) as ToolCall[];
+    const row = await finishToolCall(this.deps.db, call.id, {
+      status: 'failed',
+      error: 'the call was interrupted before its reply was recorded (the worker stopped); calls are made once and not repeated',
+      error_code: 'interrupted',
+    });
     this.deps.logger.warn({ call_id: call.id, task_id: call.task_id }, 'tool call interrupted; failed without a second attempt');
     return row ? finishedOf(row) : null;
   }

@@ -2,6 +2,7 @@ import type { Knex } from '../db/knex';
 import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
 import { generateSecret } from '../http';
+import { findToolSecret, insertToolSecretIfMissing, replaceToolSecret, type ToolSecretRow } from './tool-secrets.repository';
 
 /**
  * The org's HTTP-tool signing secret (spec: Outgoing HTTP tool call). Every call is signed with
@@ -17,20 +18,13 @@ export interface ToolSecretObject {
   rotated_at: string | null;
 }
 
-interface ToolSecretRow {
-  org_id: string;
-  secret: string;
-  created_at: Date;
-  rotated_at: Date | null;
-}
-
 function toObject(row: ToolSecretRow): ToolSecretObject {
   return { object: 'tool_secret', secret: row.secret, created_at: row.created_at.toISOString(), rotated_at: row.rotated_at?.toISOString() ?? null };
 }
 
 /** Makes the org's tool secret if it has none (inside the org-creation transaction, or lazily). */
 export async function ensureToolSecret(db: Knex | Knex.Transaction, orgId: string): Promise<void> {
-  await db.raw('insert into org_tool_secrets (org_id, secret) values (?, ?) on conflict (org_id) do nothing', [orgId, generateSecret()]);
+  await insertToolSecretIfMissing(db, orgId, generateSecret());
 }
 
 /** The secret tool calls of `orgId` are signed with, made on first use for orgs older than the table. */
@@ -39,12 +33,10 @@ export async function currentToolSecret(db: Knex, orgId: string): Promise<string
 }
 
 async function readToolSecret(db: Knex | Knex.Transaction, orgId: string): Promise<ToolSecretRow> {
-  let row = (await db('org_tool_secrets').where({ org_id: orgId }).first()) as ToolSecretRow | undefined;
-  if (!row) {
-    await ensureToolSecret(db, orgId);
-    row = (await db('org_tool_secrets').where({ org_id: orgId }).first()) as ToolSecretRow;
-  }
-  return row;
+  const row = await findToolSecret(db, orgId);
+  if (row) return row;
+  await ensureToolSecret(db, orgId);
+  return (await findToolSecret(db, orgId))!;
 }
 
 export class ToolSecretService {
@@ -58,10 +50,7 @@ export class ToolSecretService {
   async rotate(orgId: string, context: { actor: Actor; requestId?: string | null }): Promise<ToolSecretObject> {
     return this.deps.db.transaction(async (trx) => {
       await ensureToolSecret(trx, orgId);
-      const [row] = (await trx('org_tool_secrets')
-        .where({ org_id: orgId })
-        .update({ secret: generateSecret(), rotated_at: trx.fn.now() })
-        .returning('*')) as ToolSecretRow[];
+      const row = await replaceToolSecret(trx, orgId, generateSecret());
       await recordAudit(trx, {
         orgId,
         actor: context.actor,
@@ -70,7 +59,7 @@ export class ToolSecretService {
         objectId: orgId,
         requestId: context.requestId,
       });
-      return toObject(row!);
+      return toObject(row);
     });
   }
 }

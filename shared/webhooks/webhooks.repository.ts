@@ -1,5 +1,6 @@
 import { isTransaction, type Knex } from '../db/knex';
 import { listReader } from '../db/batched-reads';
+import { paginate, type Page, type PageRequest } from '../pagination';
 import { TEST_EVENT_TYPE } from './webhook-events';
 
 /**
@@ -324,12 +325,13 @@ export interface DeliveryFilter {
   eventType?: string;
 }
 
-export function deliveriesQuery(db: Db, orgId: string, filter: DeliveryFilter): Knex.QueryBuilder {
+/** A page of the org's deliveries that pass `filter`, newest first. */
+export function listDeliveries(db: Db, orgId: string, filter: DeliveryFilter, page: PageRequest): Promise<Page<DeliveryRow>> {
   const query = db('webhook_deliveries').where({ org_id: orgId });
   if (filter.status) query.where({ status: filter.status });
   if (filter.eventId) query.where({ event_id: filter.eventId });
   if (filter.eventType) query.where({ event_type: filter.eventType });
-  return query;
+  return paginate<DeliveryRow, DeliveryRow>(query, page, (row) => row);
 }
 
 /** Attempts of the given deliveries, oldest first. */

@@ -7,15 +7,15 @@ import { ApiError, conflict, invalidRequest, notFound } from '../errors';
 import { ORG_EVENT_TYPES, type OrgEventType } from '../events/org-events';
 import { checkUrlForRegistration, generateSecret, type HostResolver } from '../http';
 import { newId } from '../ids';
-import { paginate, type Page, type PageRequest } from '../pagination';
+import type { Page, PageRequest } from '../pagination';
 import type { JobQueues } from '../queues/job-queues';
 import {
   attemptsOf,
-  deliveriesQuery,
   findEndpoint,
   findOrgDelivery,
   insertDelivery,
   insertUndispatchableEvent,
+  listDeliveries,
   lockEndpoint,
   restartDelivery,
   saveEndpoint,
@@ -214,7 +214,7 @@ export class WebhookService {
   }
 
   async listDeliveries(orgId: string, filter: DeliveryFilter, page: PageRequest): Promise<Page<WebhookDeliveryObject>> {
-    const rows = await paginate<DeliveryRow, DeliveryRow>(deliveriesQuery(this.deps.db, orgId, filter), page, (row) => row);
+    const rows = await listDeliveries(this.deps.db, orgId, filter, page);
     const attempts = await attemptsOf(this.deps.db, rows.data.map((row) => row.id));
     return { ...rows, data: rows.data.map((row) => toDelivery(row, attempts.get(row.id) ?? [])) };
   }

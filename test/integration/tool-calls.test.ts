@@ -6,12 +6,12 @@ import { verifySignature } from '../../shared/http';
 import {
   createToolCall,
   enqueueToolCall,
-  getToolCall,
   toolResultForModel,
   TOOL_REPLY_MAX_BYTES,
   type CreateToolCallInput,
   type ToolCallFinished,
 } from '../../shared/tools/tool-calls.service';
+import { getToolCall } from '../../shared/tools/tool-calls.repository';
 import { startQueueWorker, type RunningWorker } from '../../workers/runtime';
 import { toolCallsWiring } from '../../workers/tool-calls';
 import { startTestService, waitFor, type TestService } from '../support/service';

@@ -1,0 +1,22 @@
+/** SQL for `orgs`. */
+import type { Knex } from '../db/knex';
+
+export interface OrgRow {
+  id: string;
+  name: string;
+  created_at: Date;
+}
+
+export async function insertOrg(trx: Knex.Transaction, row: { id: string; name: string }): Promise<OrgRow> {
+  const [inserted] = await trx('orgs').insert(row).returning(['id', 'name', 'created_at']);
+  return inserted as OrgRow;
+}
+
+export async function orgExists(db: Knex, orgId: string): Promise<boolean> {
+  return Boolean(await db('orgs').where({ id: orgId }).first('id'));
+}
+
+/** Whether the database holds any org at all. */
+export async function anyOrgExists(db: Knex): Promise<boolean> {
+  return Boolean(await db('orgs').first('id'));
+}
