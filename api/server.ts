@@ -2,21 +2,25 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Container } from '../shared/container';
 import { createApp } from './app';
-import { attachDesktopGateway } from './sockets/desktop.gateway';
-import type { DesktopInbox } from '../shared/desktop/inbox';
+import { socketIoKey } from '../shared/desktop/computer-link';
+import { attachGateways, type AttachedGateways, type Gateway } from './sockets/gateway';
 
 export interface WebServer {
   server: http.Server;
-  gateway: ReturnType<typeof attachDesktopGateway>;
+  /** The socket.io server with every gateway's namespace. */
+  gateway: AttachedGateways;
   port: number;
   /** Stops accepting connections and waits for open requests to end. */
   close(): Promise<void>;
 }
 
-/** The web process: the API (Koa, and long polls beside it) on one HTTP server (the socket.io gateway attaches here too). */
+/**
+ * The web process: the API (Koa, and long polls beside it) on one HTTP server, and the given
+ * socket.io gateways (the composition root's: `/desktop`, …) on one socket.io server beside it.
+ */
 export async function startWeb(
   container: Container,
-  options: { port?: number; validateResponses?: boolean; inboxes?: DesktopInbox[] } = {},
+  options: { port?: number; validateResponses?: boolean; gateways?: readonly Gateway[] } = {},
 ): Promise<WebServer> {
   await container.apiKeys.listenForRevocations();
   const { listener } = createApp(container, { validateResponses: options.validateResponses });
@@ -26,7 +30,7 @@ export async function startWeb(
     if (closing) res.setHeader('Connection', 'close');
     listener(req, res);
   });
-  const gateway = attachDesktopGateway(server, container, options.inboxes ?? []);
+  const gateway = attachGateways(server, { redis: container.redis, redisPrefixKey: socketIoKey(container.config.redisPrefix), logger: container.logger }, options.gateways ?? []);
   // Long polls wait up to 55 s; keep sockets and requests alive past that.
   server.requestTimeout = 120_000;
   server.headersTimeout = 65_000;

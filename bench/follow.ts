@@ -10,6 +10,7 @@ import { newId } from '../shared/ids';
 import { Notifier } from '../shared/notifier';
 import { newPairingCode } from '../shared/sessions/pairing-code';
 import { changeTask, decodeTaskNote, type TaskChangeDeps } from '../shared/tasks/task-change';
+import { followerNotes, orgEventDispatch } from '../shared/tasks/task-change-observers';
 import { readTaskForChange } from '../shared/tasks/tasks.repository';
 import type { FollowLoadResult, FollowLoadStart } from './servers/follow-load';
 import { CPU_TICK_MS, forkServer, processCpuMs, procfileNodeFlags } from './support/processes';
@@ -209,10 +210,10 @@ function eventWriter(container: Container, taskIds: string[], baselineChannel: s
   const deps: TaskChangeDeps = {
     db: container.db,
     clock: container.clock,
-    queues: container.queues,
-    notifier,
     logger: container.logger,
     baseUrl: container.config.baseUrl,
+    // The root's observers, with this bench's notifier timing each publish.
+    observers: [followerNotes(notifier), orgEventDispatch(container.queues)],
   };
   return {
     published,

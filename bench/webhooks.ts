@@ -22,7 +22,7 @@ import { newId } from '../shared/ids';
 import { QUEUE_NAMES } from '../shared/queues/catalog';
 import { jobId } from '../shared/queues/job-queues';
 import { startQueueWorker } from '../workers/runtime';
-import { webhooksWiring } from '../workers/webhooks';
+import { WEBHOOKS_CONCURRENCY, webhooksWiring } from '../workers/webhooks';
 import { LOADER_FLAGS } from './support/processes';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -95,7 +95,7 @@ async function measureNoop(container: Container): Promise<number> {
   const worker = new Worker(name, async () => undefined, {
     connection,
     prefix: container.config.redisPrefix,
-    concurrency: webhooksWiring.concurrency,
+    concurrency: WEBHOOKS_CONCURRENCY,
     lockDuration: container.config.workerLockDurationMs,
     stalledInterval: container.config.workerStalledIntervalMs,
   });
@@ -121,7 +121,7 @@ async function measureDeliveries(container: Container, orgId: string): Promise<n
   // As dispatchOrgEvents enqueues them, in bulk.
   await addInChunks(queue, ids.map((id) => ({ name: 'dispatch', data: { event_id: id }, opts: { jobId: jobId('dispatch', id) } })));
   const started = performance.now();
-  const running = startQueueWorker(container, webhooksWiring);
+  const running = startQueueWorker(container, webhooksWiring(container));
   await completions(running.worker, EVENTS);
   const seconds = (performance.now() - started) / 1000;
   await running.close();
@@ -162,7 +162,7 @@ export async function run(): Promise<void> {
       );
 
     const row = (name: string, perSecond: number) => `${name.padEnd(58)} ${perSecond.toFixed(0).padStart(7)} /s`;
-    console.log(`webhooks: ${EVENTS} jobs per phase, worker concurrency ${webhooksWiring.concurrency}, receiver in its own process, every signature verified`);
+    console.log(`webhooks: ${EVENTS} jobs per phase, worker concurrency ${WEBHOOKS_CONCURRENCY}, receiver in its own process, every signature verified`);
     console.log(row('BullMQ no-op jobs (baseline)', noop));
     console.log(row('webhook deliveries (event -> signed POST -> attempt row)', deliveries));
     console.log(`POST duration per attempt (under load, event-loop waits included): p50 ${Math.round(attempts[0].p50)} ms, p99 ${Math.round(attempts[0].p99)} ms`);

@@ -2,15 +2,18 @@ import type { Config } from '../shared/config';
 import type { Clock } from '../shared/clock';
 import type { HostResolver } from '../shared/http';
 import type { Logger } from '../shared/logger';
-import { createContainer, type Container } from '../shared/container';
+import type { Container } from '../shared/container';
+import type { TaskChangeObserver } from '../shared/tasks/task-change';
+import { composeDeskhand } from '../shared/composition-root';
 import { PROCESS_TYPES, type ProcessType, type WorkerType } from '../shared/queues/catalog';
 import { startWeb, type WebServer } from '../api/server';
-import { startWorkers } from '../workers';
+import { startWorkers, type QueueWirings } from '../workers';
 import type { RunningWorker } from '../workers/runtime';
-import { taskDesktopInbox } from '../shared/tasks/desktop-inbox';
 
 export interface RunningDeskhand {
   container: Container;
+  /** Every queue's wiring from the composition root (also those of types not started here). */
+  wirings: QueueWirings;
   web: WebServer | null;
   workers: RunningWorker[];
   /**
@@ -25,12 +28,11 @@ export interface RunningDeskhand {
 export async function startDeskhand(
   config: Readonly<Config>,
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { port?: number; validateResponses?: boolean; clock?: Clock; hostResolver?: HostResolver; logger?: Logger } = {},
+  options: { port?: number; validateResponses?: boolean; clock?: Clock; hostResolver?: HostResolver; logger?: Logger; observers?: readonly TaskChangeObserver[] } = {},
 ): Promise<RunningDeskhand> {
-  const container = createContainer(config, { clock: options.clock, hostResolver: options.hostResolver, logger: options.logger });
-  const inboxes = [taskDesktopInbox(container.loop, container.logger.child({ scope: 'desktop-inbox' }))];
-  const web = types.includes('web') ? await startWeb(container, { ...options, inboxes }) : null;
-  const workers = await startWorkers(container, types.filter((type): type is WorkerType => type !== 'web'));
+  const { container, gateways, wirings } = composeDeskhand(config, { clock: options.clock, hostResolver: options.hostResolver, logger: options.logger, observers: options.observers });
+  const web = types.includes('web') ? await startWeb(container, { port: options.port, validateResponses: options.validateResponses, gateways }) : null;
+  const workers = await startWorkers(container, wirings, types.filter((type): type is WorkerType => type !== 'web'));
   container.logger.info({ types, port: web?.port }, 'deskhand started');
 
   let stopping: Promise<{ clean: boolean }> | null = null;
@@ -53,5 +55,5 @@ export async function startDeskhand(
       log.info({ clean: outcome === 'drained' }, 'deskhand stopped');
       return { clean: outcome === 'drained' };
     })());
-  return { container, web, workers, stop };
+  return { container, wirings, web, workers, stop };
 }

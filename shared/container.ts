@@ -20,6 +20,8 @@ import { sessionAgentDirectory } from './sessions/session-agents';
 import { createKeyedLimiter } from './rate-limits';
 import { createModelRegistry, type ModelRegistry } from './models/catalog';
 import { TaskLoop } from './tasks/task-loop';
+import type { TaskChangeObserver } from './tasks/task-change';
+import { followerNotes, orgEventDispatch } from './tasks/task-change-observers';
 import { TasksService } from './tasks/tasks.service';
 
 /**
@@ -46,6 +48,8 @@ export interface Container {
   link: ComputerLink;
   sessions: SessionsService;
   models: ModelRegistry;
+  /** What happens after any task change commits, in the order registered (they run together). */
+  observers: readonly TaskChangeObserver[];
   /** The agent loop: steps, results from computers, answers, stops. */
   loop: TaskLoop;
   tasks: TasksService;
@@ -67,6 +71,8 @@ export function createContainer(
     clock?: Clock;
     /** Name resolution for customers' URLs, at registration and at connect time (tests inject it). */
     hostResolver?: HostResolver;
+    /** Told of every committed task change after the root's own observers (tests listen here). */
+    observers?: readonly TaskChangeObserver[];
   } = {},
 ): Container {
   const clock = options.clock ?? systemClock;
@@ -111,11 +117,13 @@ export function createContainer(
     openai: config.vendors.openai,
     gemini: config.vendors.gemini,
   });
+  // After a task change commits: its followers hear of it, its org events go to the webhooks queue.
+  const observers: TaskChangeObserver[] = [followerNotes(notifier), orgEventDispatch(queues), ...(options.observers ?? [])];
   const loop = new TaskLoop({
     db,
     clock,
     queues,
-    notifier,
+    observers,
     link,
     models,
     agentFiles,
@@ -146,6 +154,7 @@ export function createContainer(
     link,
     sessions,
     models,
+    observers,
     loop,
     tasks,
     outboundHttp,

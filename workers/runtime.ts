@@ -1,15 +1,29 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Container } from '../shared/container';
+import type { Config } from '../shared/config';
 import { createRedis } from '../shared/redis';
 import type { Logger } from '../shared/logger';
 import { JOBS, type QueueName } from '../shared/queues/catalog';
 import { assertJobPayload } from '../shared/queues/job-queues';
 
-/** What a processor gets besides its payload. */
+/**
+ * What a processor gets besides its payload. The services it uses it gets from its queue's
+ * wiring (`workers/<queue>/index.ts`), which the composition root builds: never the container.
+ */
 export interface JobHelpers {
   job: Job;
   logger: Logger;
-  container: Container;
+  /**
+   * Aborts when the worker gives up on its running jobs (the shutdown deadline passed, see
+   * `RunningWorker.abandon`): a model turn or an outbound request given it stops there. A graceful
+   * close does not abort it: running jobs are let finish.
+   */
+  signal: AbortSignal;
+}
+
+/** What any queue's worker needs from its process: where Redis is, the queue settings, a logger. */
+export interface WorkerRuntime {
+  config: Pick<Readonly<Config>, 'redisUrl' | 'redisPrefix' | 'workerLockDurationMs' | 'workerStalledIntervalMs'>;
+  logger: Logger;
 }
 
 /** A processor is a plain function; `index.ts` of each queue folder maps job names to them. */
@@ -21,6 +35,11 @@ export interface QueueWiring {
   processors: Record<string, Processor>;
   /** BullMQ worker settings particular to this queue. */
   workerOptions?: { maxStalledCount?: number };
+  /**
+   * Work that runs beside this queue's worker, started after it and stopped with it (the clock's
+   * sweep schedule and its watch over Redis).
+   */
+  alongside?: () => Promise<{ stop(): void }>;
 }
 
 export interface RunningWorker {
@@ -34,10 +53,16 @@ export interface RunningWorker {
   abandon(): void;
 }
 
-/** Starts a BullMQ worker for one queue, dispatching by job name and checking payloads. */
-export function startQueueWorker(container: Container, wiring: QueueWiring): RunningWorker {
-  const connection = createRedis(container.config.redisUrl, { name: `deskhand-worker-${wiring.queue}`, blocking: true });
-  const logger = container.logger.child({ scope: `worker:${wiring.queue}` });
+/**
+ * Starts a BullMQ worker for one queue, dispatching by job name and checking payloads: a payload
+ * the catalog refuses fails its job for good (`UnrecoverableError`), since trying it again
+ * cannot make it valid.
+ */
+export function startQueueWorker(runtime: WorkerRuntime, wiring: QueueWiring): RunningWorker {
+  const { config } = runtime;
+  const connection = createRedis(config.redisUrl, { name: `deskhand-worker-${wiring.queue}`, blocking: true });
+  const logger = runtime.logger.child({ scope: `worker:${wiring.queue}` });
+  const abandoned = new AbortController();
   const worker = new Worker(
     wiring.queue,
     async (job) => {
@@ -46,16 +71,20 @@ export function startQueueWorker(container: Container, wiring: QueueWiring): Run
       // Processors of jobs outside the catalog (tests) skip the payload check.
       const catalogued = (JOBS as Partial<Record<string, object>>)[wiring.queue];
       if (catalogued && job.name in catalogued) {
-        assertJobPayload(wiring.queue, job.name as never, job.data);
+        try {
+          assertJobPayload(wiring.queue, job.name as never, job.data);
+        } catch (error) {
+          throw new UnrecoverableError((error as Error).message);
+        }
       }
-      return processor(job.data, { job, logger: logger.child({ job_id: job.id, job: job.name }), container });
+      return processor(job.data, { job, logger: logger.child({ job_id: job.id, job: job.name }), signal: abandoned.signal });
     },
     {
       connection,
-      prefix: container.config.redisPrefix,
+      prefix: config.redisPrefix,
       concurrency: wiring.concurrency,
-      lockDuration: container.config.workerLockDurationMs,
-      stalledInterval: container.config.workerStalledIntervalMs,
+      lockDuration: config.workerLockDurationMs,
+      stalledInterval: config.workerStalledIntervalMs,
       ...wiring.workerOptions,
     },
   );
@@ -68,6 +97,7 @@ export function startQueueWorker(container: Container, wiring: QueueWiring): Run
       await connection.quit().catch(() => connection.disconnect());
     },
     abandon() {
+      abandoned.abort(new Error('the worker stopped past its shutdown deadline'));
       worker.close(true).catch(() => undefined);
       connection.disconnect();
     },

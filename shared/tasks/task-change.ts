@@ -1,9 +1,7 @@
 import type { Knex } from '../db/knex';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
-import type { Notifier } from '../notifier';
-import type { JobQueues } from '../queues/job-queues';
-import { appendOrgEvent, dispatchOrgEvents, type OrgEventType } from '../events/org-events';
+import { appendOrgEvent, type OrgEventType } from '../events/org-events';
 import { notFound } from '../errors';
 import { lockTask, reviveTaskDates, TASK_OBJECT_COLUMNS, updateTaskIfUnchanged, updateTaskWithEvents, type TaskEventRow, type TaskFrameRow, type TaskObjectRow, type TaskRow } from './tasks.repository';
 import { toTask, toTaskEvent, type TaskEvent } from './task-object';
@@ -141,18 +139,41 @@ export class TaskChange {
   }
 }
 
-export interface TaskChangeDeps {
-  db: Knex;
-  clock: Clock;
-  queues: JobQueues;
-  notifier: Notifier;
-  logger: Logger;
-  baseUrl: string;
+/** A task change as committed: what observers are told once it cannot be undone. */
+export interface CommittedTaskChange {
+  /** The task row as written. */
+  readonly row: TaskRow;
+  /** The task events the change wrote, in cursor order (none for a change of fields only). */
+  readonly events: readonly TaskEventRow[];
+  /** The org events (webhooks) the change wrote. */
+  readonly orgEventIds: readonly string[];
 }
 
 /**
- * Runs `work` on the locked task in one transaction, then, after the commit: wakes long-pollers,
- * hands org events to the webhooks queue, and runs the change's after-commit work. Given `seen`,
+ * Something that happens after any task change commits (followers woken, webhooks dispatched,
+ * later evals told that a try's task advanced), registered in the composition root. Each is
+ * told of every committed change, never of one rolled back; it decides for itself whether the
+ * change concerns it, and must not make a change that wrote nothing it cares about wait.
+ */
+export interface TaskChangeObserver {
+  /** Names the observer in the log when it fails. */
+  readonly name: string;
+  taskChanged(committed: CommittedTaskChange): Promise<void> | void;
+}
+
+export interface TaskChangeDeps {
+  db: Knex;
+  clock: Clock;
+  logger: Logger;
+  baseUrl: string;
+  /** Told of every committed change, in parallel with each other and with the change's own after-commit work. */
+  observers: readonly TaskChangeObserver[];
+}
+
+/**
+ * Runs `work` on the locked task in one transaction, then, after the commit: tells the observers
+ * (the root registers the followers' notes and the webhooks' dispatch) and runs the change's own
+ * after-commit work. Given `seen`,
  * the task as read with its version (`readTaskForChange`), the work first runs on that row
  * without a lock or transaction, written only if the row is unchanged (two round trips instead
  * of five on the agent loop's busiest paths); otherwise it runs again as above.
@@ -195,18 +216,16 @@ async function runUnlessLockNeeded<T>(work: (change: TaskChange) => Promise<T> |
 }
 
 /**
- * After the write, independent work goes out together (one round trip's wait, not several); the
- * change's own work keeps its order (e.g. a question is shown before its timeout is set).
+ * After the write, independent work goes out together (one round trip's wait, not several): each
+ * observer, and the change's own work, which keeps its order (e.g. a question is shown before its
+ * timeout is set).
  */
 async function afterWrite(deps: TaskChangeDeps, change: TaskChange, orgEventIds: string[]): Promise<void> {
-  const events = change.writtenEvents;
-  const notify = events.length
-    ? deps.notifier.publish(taskChannel(change.row.id), encodeTaskNote(change.row, events)).catch((error) => deps.logger.warn({ err: error }, 'could not notify followers'))
-    : undefined;
-  const dispatch = orgEventIds.length ? dispatchOrgEvents(deps.queues, orgEventIds) : undefined;
   // The change is committed whatever happens here: a failure (Redis not answering) is logged,
   // not thrown at a caller who would take the change for undone. Jobs left out are queued by
   // the maintenance sweep from the task row; a lost message to the computer ends in its timeout.
+  const committed: CommittedTaskChange = { row: change.row, events: change.writtenEvents, orgEventIds };
+  const told = deps.observers.map((observer) => tellObserver(deps.logger, observer, committed));
   const ordered = (async () => {
     for (const work of change.afterCommit) {
       try {
@@ -216,5 +235,14 @@ async function afterWrite(deps: TaskChangeDeps, change: TaskChange, orgEventIds:
       }
     }
   })();
-  await Promise.all([notify, dispatch, ordered]);
+  await Promise.all([...told, ordered]);
+}
+
+/** One observer's turn: whether it throws or rejects, the others and the caller go on. */
+async function tellObserver(logger: Logger, observer: TaskChangeObserver, committed: CommittedTaskChange): Promise<void> {
+  try {
+    await observer.taskChanged(committed);
+  } catch (error) {
+    logger.warn({ err: error, task_id: committed.row.id, observer: observer.name }, 'after-commit observer failed');
+  }
 }

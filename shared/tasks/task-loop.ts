@@ -1,5 +1,5 @@
 import type { Knex } from '../db/knex';
-import { jobId } from '../queues/job-queues';
+import { jobId, type JobQueues } from '../queues/job-queues';
 import { QUEUE_NAMES } from '../queues/catalog';
 import type { ComputerLink } from '../desktop/computer-link';
 import { DesktopEvents, type ActMessage, type Capabilities, type DesktopAction, type DeviceInfo, type GuardrailCategory, type ResultMessage, type ShowMessage } from '../desktop/protocol';
@@ -87,6 +87,7 @@ export interface ToolCaller {
 }
 
 export interface TaskLoopDeps extends TaskChangeDeps {
+  queues: JobQueues;
   link: ComputerLink;
   models: ModelRegistry;
   agentFiles: AgentFileService;

@@ -3,8 +3,8 @@ import type { DesktopClient, DesktopClientOptions } from '../../shared/simulator
 import type { ComputerState, SimulatorEffect } from '../../shared/simulator/computer-state';
 import { ManualClock } from '../../shared/clock';
 import { QUEUE_NAMES } from '../../shared/queues/catalog';
-import { startQueueWorker, type JobHelpers } from '../../workers/runtime';
-import { maintenanceWiring, SWEEP_STEPS } from '../../workers/maintenance';
+import { startQueueWorker } from '../../workers/runtime';
+import { sweepSteps } from '../../workers/maintenance';
 import { startTestService, waitFor, type TestService } from '../support/service';
 import { connectDesktop, follow as followTask, script } from '../support/tasks';
 
@@ -833,8 +833,7 @@ describe('approval_timeout_minutes with a controllable clock', function () {
   /** The delayed job of an approval; it is added just after the approval commits. */
   const timeoutJob = (approvalId: string) =>
     waitFor(() => service.running.container.queues.queue(QUEUE_NAMES.maintenance).getJob(`approval-timeout-${approvalId}`), 5000, 'the approval-timeout job');
-  const sweepStep = SWEEP_STEPS.find((step) => step.name === 'approval-timeouts')!;
-  const sweep = () => sweepStep.run({ container: service.running.container, logger: service.running.container.logger } as JobHelpers);
+  const sweep = () => sweepSteps(service.running.container).find((step) => step.name === 'approval-timeouts')!.run();
 
   it('the sweep denies an approval left undecided past the timeout, with answered_by timeout; the agent goes on', async () => {
     const { taskId, pending, client, lines } = await startOn('timed', ['open Browser', 'go shop.example.com', 'click "Buy now"', 'click "Add to cart"', DONE]);
@@ -870,7 +869,7 @@ describe('approval_timeout_minutes with a controllable clock', function () {
   it('the delayed job denies a screen check nobody decided, which stops the task', async () => {
     const { taskId, pending } = await startOn('timed-screen', ['open Browser', 'go news.example.com', DONE]);
     expect(pending).to.include({ kind: 'safety_check', risk: 'high' });
-    const worker = startQueueWorker(service.running.container, maintenanceWiring);
+    const worker = startQueueWorker(service.running.container, service.running.wirings.maintenance);
     try {
       clock.advance(60_000);
       // The job's delay has passed.

@@ -64,7 +64,7 @@ describe('the reconcile sweep and jobs Redis lost', function () {
 
     await container.loop.reconcile(0);
     expect((await calls.getJobs(['waiting'])).map((job) => job.id)).to.deep.equal([lost!.id]);
-    workers.push(...(await startWorkers(container, ['worker-delivery'])));
+    workers.push(...(await startWorkers(container, service.running.wirings, ['worker-delivery'])));
     const { task } = await follow(service, key, taskId, (task) => task.done, 20_000);
     expect(task).to.include({ status: 'completed', result: 'checked' });
     expect(receiver.requests.length).to.equal(1);

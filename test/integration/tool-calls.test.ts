@@ -39,7 +39,7 @@ describe('HTTP tools', () => {
   before(async () => {
     // Only the web process: this file runs the tool-calls worker itself, with a hook it can watch.
     service = await startTestService({ DESKHAND_ALLOW_PRIVATE_URLS: '1', DESKHAND_TOOL_TIMEOUT_MS: String(TIMEOUT_MS) }, ['web']);
-    worker = startQueueWorker(service.running.container, toolCallsWiring(async (call) => { finished.push(call); }));
+    worker = startQueueWorker(service.running.container, toolCallsWiring({ toolCalls: service.running.container.toolCalls, finished: async (call) => { finished.push(call); } }));
   });
   after(async () => {
     await worker.close();

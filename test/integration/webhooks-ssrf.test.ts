@@ -42,8 +42,8 @@ describe('webhooks and HTTP tools: SSRF policy', () => {
     web = await startWeb(container, { port: 0, validateResponses: true });
     baseUrl = `http://127.0.0.1:${web.port}`;
     workers = [
-      startQueueWorker(container, webhooksWiring),
-      startQueueWorker(container, toolCallsWiring(async (call) => { finishedCalls.push(call); })),
+      startQueueWorker(container, webhooksWiring(container)),
+      startQueueWorker(container, toolCallsWiring({ toolCalls: container.toolCalls, finished: async (call) => { finishedCalls.push(call); } })),
     ];
     target = await startReceiver();
   });

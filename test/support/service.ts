@@ -4,6 +4,7 @@ import { testConfig } from './environment';
 import type { Clock } from '../../shared/clock';
 import type { HostResolver } from '../../shared/http';
 import type { Logger } from '../../shared/logger';
+import type { TaskChangeObserver } from '../../shared/tasks/task-change';
 
 export interface TestService {
   running: RunningDeskhand;
@@ -25,7 +26,7 @@ export interface ApiResponse {
 export async function startTestService(
   overrides: Record<string, string> = {},
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { clock?: Clock; hostResolver?: HostResolver; logger?: Logger } = {},
+  options: { clock?: Clock; hostResolver?: HostResolver; logger?: Logger; observers?: readonly TaskChangeObserver[] } = {},
 ): Promise<TestService> {
   const running = await startDeskhand(testConfig(overrides), types, { port: 0, validateResponses: true, ...options });
   const baseUrl = `http://127.0.0.1:${running.web?.port ?? 0}`;

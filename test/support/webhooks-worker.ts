@@ -9,7 +9,7 @@ import { startQueueWorker } from '../../workers/runtime';
 import { webhooksWiring } from '../../workers/webhooks';
 
 const container = createContainer(loadConfig());
-const running = startQueueWorker(container, webhooksWiring);
+const running = startQueueWorker(container, webhooksWiring(container));
 
 running.worker.waitUntilReady().then(
   () => process.send?.({ ready: true }),

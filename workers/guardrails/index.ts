@@ -1,10 +1,12 @@
 import { QUEUE_NAMES } from '../../shared/queues/catalog';
 import type { QueueWiring } from '../runtime';
-import { scopeProcessor } from './scope.processor';
+import { createScopeProcessor, type ScopeCheckDeps } from './scope.processor';
 
 /** The `guardrails` queue: checks that need a model or take longer than a step should wait. */
-export const guardrailsWiring: QueueWiring = {
-  queue: QUEUE_NAMES.guardrails,
-  concurrency: 10,
-  processors: { scope: scopeProcessor },
-};
+export function guardrailsWiring(deps: ScopeCheckDeps): QueueWiring {
+  return {
+    queue: QUEUE_NAMES.guardrails,
+    concurrency: 10,
+    processors: { scope: createScopeProcessor(deps) },
+  };
+}

@@ -1,6 +1,7 @@
-import type { JobHelpers } from '../runtime';
+import type { SessionsService } from '../../shared/sessions/sessions.service';
+import type { Processor } from '../runtime';
 
 /** Runs at a session's expiry time: expires every session then due (the sweep does the same). */
-export async function expireSessionProcessor(_payload: unknown, { container }: JobHelpers): Promise<number> {
-  return container.sessions.expireDue();
+export function createExpireSessionProcessor(sessions: Pick<SessionsService, 'expireDue'>): Processor {
+  return async () => sessions.expireDue();
 }

@@ -3,6 +3,9 @@ import { QUEUE_NAMES } from '../../shared/queues/catalog';
 import { jobId } from '../../shared/queues/job-queues';
 import { withinDeadline } from '../../shared/redis';
 
+/** What the watch uses: the commands connection, the queues, the prefix and deadlines, a logger. */
+export type RedisWatchDeps = Pick<Container, 'redis' | 'queues' | 'config' | 'logger'>;
+
 export interface RedisWatch {
   /** One look now (also run every `checkEveryMs` and on each reconnect). */
   check(): Promise<void>;
@@ -23,7 +26,7 @@ export interface RedisWatch {
  * was down runs then). Several clocks may run: the marker is set by one, the sweep's job id is
  * the same for all within a few seconds, and a sweep is idempotent anyway.
  */
-export function watchRedis(container: Container, options: { sweepEveryMs: number; checkEveryMs: number; settleMs: number }): RedisWatch {
+export function watchRedis(container: RedisWatchDeps, options: { sweepEveryMs: number; checkEveryMs: number; settleMs: number }): RedisWatch {
   const { redis, queues, config } = container;
   const logger = container.logger.child({ scope: 'redis-watch' });
   const marker = `${config.redisPrefix}:clock:present`;

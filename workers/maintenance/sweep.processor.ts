@@ -1,5 +1,5 @@
 import type { JobPayload } from '../../shared/queues/catalog';
-import type { JobHelpers } from '../runtime';
+import type { Processor } from '../runtime';
 
 /**
  * One pass of reconciliation between PostgreSQL (the record) and the queues. Each domain adds
@@ -8,15 +8,15 @@ import type { JobHelpers } from '../runtime';
  * lost before a step queues it again (0 after Redis lost its data); each step has its default.
  * Evals, when they have jobs, add their step here: runs whose job is missing queued again.
  */
-export type SweepStep = { name: string; run: (helpers: JobHelpers, options?: { quietMs?: number }) => Promise<number> };
+export type SweepStep = { name: string; run: (options?: { quietMs?: number }) => Promise<number> };
 
-export function createSweepProcessor(steps: SweepStep[]) {
-  return async (payload: unknown, helpers: JobHelpers): Promise<Record<string, number | string>> => {
+export function createSweepProcessor(steps: readonly SweepStep[]): Processor {
+  return async (payload, helpers): Promise<Record<string, number | string>> => {
     const { quiet_ms: quietMs } = payload as JobPayload<'maintenance', 'sweep'>;
     const outcome: Record<string, number | string> = {};
     for (const step of steps) {
       try {
-        outcome[step.name] = await step.run(helpers, { quietMs });
+        outcome[step.name] = await step.run({ quietMs });
       } catch (error) {
         helpers.logger.error({ err: error, step: step.name }, 'sweep step failed');
         outcome[step.name] = `failed: ${(error as Error).message}`;

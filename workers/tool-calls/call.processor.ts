@@ -1,5 +1,5 @@
 import type { JobPayload } from '../../shared/queues/catalog';
-import type { ToolCallFinished } from '../../shared/tools/tool-calls.service';
+import type { ToolCallFinished, ToolCallService } from '../../shared/tools/tool-calls.service';
 import type { JobHelpers, Processor } from '../runtime';
 
 /**
@@ -8,11 +8,11 @@ import type { JobHelpers, Processor } from '../runtime';
  */
 export type OnToolCallFinished = (call: ToolCallFinished, helpers: JobHelpers) => Promise<void>;
 
-/** `tool-calls/call`: makes the call's one signed POST, then tells the task loop. */
-export function createCallProcessor(onToolCallFinished: OnToolCallFinished): Processor {
+/** `tool-calls/call`: makes the call's one signed POST, then says it is finished. */
+export function createCallProcessor(toolCalls: Pick<ToolCallService, 'execute'>, onToolCallFinished: OnToolCallFinished): Processor {
   return async (payload, helpers) => {
     const { call_id } = payload as JobPayload<'tool-calls', 'call'>;
-    const finished = await helpers.container.toolCalls.execute(call_id);
+    const finished = await toolCalls.execute(call_id);
     if (!finished) return 'nothing_to_do';
     await onToolCallFinished(finished, helpers);
     return finished.ok ? 'succeeded' : 'failed';

@@ -1,0 +1,48 @@
+import type { Config } from './config';
+import { createContainer, type Container } from './container';
+import { QUEUE_NAMES } from './queues/catalog';
+import { taskDesktopInbox } from './tasks/desktop-inbox';
+import type { Gateway } from '../api/sockets/gateway';
+import { desktopGateway } from '../api/sockets/desktop.gateway';
+import type { QueueWirings } from '../workers';
+import { taskStepsWiring } from '../workers/task-steps';
+import { guardrailsWiring } from '../workers/guardrails';
+import { webhooksWiring } from '../workers/webhooks';
+import { toolCallsWiring } from '../workers/tool-calls';
+import { maintenanceWiring } from '../workers/maintenance';
+
+/**
+ * A process's whole wiring: its services (with the observers of task changes), the socket.io
+ * gateways a web process attaches, and every queue's processors with the services each uses.
+ */
+export interface Composition {
+  container: Container;
+  /** One per socket.io namespace: `/desktop` (runners' will follow). */
+  gateways: readonly Gateway[];
+  wirings: QueueWirings;
+}
+
+/**
+ * The composition root: the one place that knows which service feeds which edge. It is the only
+ * module of `shared/` that imports `api/` and `workers/`, because it composes them; `bin/start.ts`
+ * only starts the process types asked for, from what this builds.
+ */
+export function composeDeskhand(config: Readonly<Config>, options: Parameters<typeof createContainer>[1] = {}): Composition {
+  const container = createContainer(config, options);
+  const { logger, loop, sessions } = container;
+  // What a computer sends while its task runs goes to the task loop.
+  const inboxes = [taskDesktopInbox(loop, logger.child({ scope: 'desktop-inbox' }))];
+  const gateways = [desktopGateway({ sessions, logger: logger.child({ scope: 'desktop-gateway' }) }, inboxes)];
+  const { webhookDelivery } = container;
+  const wirings: QueueWirings = {
+    [QUEUE_NAMES.taskSteps]: taskStepsWiring({ loop }),
+    [QUEUE_NAMES.guardrails]: guardrailsWiring({ db: container.db, models: container.models, modelTimeoutMs: config.modelTimeoutMs, loop }),
+    [QUEUE_NAMES.webhooks]: webhooksWiring({ webhookDelivery }),
+    // A finished call resumes its task: the reply (or why it failed) goes to the model.
+    [QUEUE_NAMES.toolCalls]: toolCallsWiring({ toolCalls: container.toolCalls, finished: (call) => loop.toolCallFinished(call) }),
+    // Evals' jobs arrive with evals: until then the queue has no processors.
+    [QUEUE_NAMES.evals]: { queue: QUEUE_NAMES.evals, concurrency: 5, processors: {} },
+    [QUEUE_NAMES.maintenance]: maintenanceWiring({ sessions, loop, webhookDelivery, clock: container }),
+  };
+  return { container, gateways, wirings };
+}
