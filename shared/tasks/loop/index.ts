@@ -5,7 +5,7 @@ import type { TaskChange } from '../task-change';
 import type { TaskRow } from '../task-rows';
 import { respondRefusalError, stopRefusalError } from '../respond-errors';
 import { receiveResult } from './actions';
-import { approvalTimedOut, respond, timeOutOverdueApprovals, type AnsweredBy, type RespondInput, type RespondOutcome } from './answers';
+import { approvalTimedOut, respond, timeOutOverdueApprovals, type AnsweredBy, type RespondInput } from './answers';
 import { scopeJudged } from './begin';
 import { catchUp, ownsTask, personTypedSecret } from './catch-up';
 import { computerGone, finish, stop, type EndStatus } from './ending';
@@ -61,14 +61,11 @@ export class TaskLoop {
     return toolCallFinished(this.deps, call);
   }
 
-  /** Answers the open question or decides the open approval, saying why when it is not taken. */
-  tryRespond(taskId: string, orgId: string | null, input: RespondInput, answeredBy: AnsweredBy, audit?: AuditEntryInput): Promise<RespondOutcome> {
-    return respond(this.deps, taskId, orgId, input, answeredBy, audit);
-  }
-
   /**
-   * As `tryRespond`, for callers at the edge (the API, the person's app): a refused answer is
-   * the spec's error (404; 409 `already_answered` naming who answered, `not_pending`, ...).
+   * Answers the open question or decides the open approval, for callers at the edge (the API,
+   * the person's app): the loop's refusal (answers.ts, `RespondOutcome`) becomes the spec's error
+   * here (404; 409 `already_answered` naming who answered, `not_pending`, ...). `audit` is
+   * recorded in the answer's transaction.
    */
   async respond(taskId: string, orgId: string | null, input: RespondInput, answeredBy: AnsweredBy, audit?: AuditEntryInput): Promise<TaskRow> {
     const outcome = await respond(this.deps, taskId, orgId, input, answeredBy, audit);
