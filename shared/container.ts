@@ -19,7 +19,7 @@ import { SessionsService } from './sessions/sessions.service';
 import { sessionAgentDirectory } from './sessions/session-agents';
 import { createKeyedLimiter } from './rate-limits';
 import { createModelRegistry, type ModelRegistry } from './models/catalog';
-import { TaskLoop } from './tasks/task-loop';
+import { TaskLoop } from './tasks/loop';
 import type { TaskChangeObserver } from './tasks/task-change';
 import { followerNotes, orgEventDispatch } from './tasks/task-change-observers';
 import { TasksService } from './tasks/tasks.service';

@@ -307,6 +307,7 @@ function readResponse(body: BetaMessage): BetaMessage {
 /** Anthropic Messages API backend (`x-api-key`, base URL without `/v1`), on Anthropic's SDK. */
 export class AnthropicBackend implements ModelBackend {
   readonly id = 'anthropic' as const;
+  readonly readsScreens = true;
   private readonly client: Anthropic;
 
   constructor(options: VendorBackendOptions) {

@@ -195,28 +195,8 @@ export function clampPoint(x: number, y: number, width: number, height: number):
   return { x: cx, y: cy };
 }
 
-/** A short human description of desktop actions, for a move's `step`. Typed text is not shown. */
-export function describeActions(actions: DesktopAction[]): string {
-  const parts = actions.map((a): string => {
-    switch (a.type) {
-      case 'screenshot':
-        return 'Look at the screen';
-      case 'click':
-        return `${a.double ? 'Double-click' : a.button === 'right' ? 'Right-click' : 'Click'} at ${a.x}, ${a.y}`;
-      case 'type':
-        return `Type ${a.text.length} characters`;
-      case 'key':
-        return `Press ${a.keys}`;
-      case 'drag':
-        return `Drag from ${a.from.x}, ${a.from.y} to ${a.to.x}, ${a.to.y}`;
-      case 'scroll':
-        return `Scroll at ${a.x}, ${a.y}`;
-      case 'wait':
-        return `Wait ${Math.round(a.ms / 100) / 10} s`;
-    }
-  });
-  return parts.join(', ') || 'Nothing';
-}
+/** A move's `step` describes its actions with the one describer the task's events use too. */
+export { describeActions } from '../desktop/describe-action';
 
 /** How the actions a vendor's call became went, read from the previous turn's outcome. */
 export interface CallOutcome {

@@ -371,6 +371,7 @@ function readResponse(r: GeminiResponse): GeminiResponse {
  */
 export class GeminiBackend implements ModelBackend {
   readonly id = 'gemini' as const;
+  readonly readsScreens = true;
   private readonly client: GoogleGenAI;
 
   constructor(private readonly options: VendorBackendOptions) {

@@ -134,6 +134,8 @@ export interface ModelTurnOutput {
 
 export interface ModelBackend {
   readonly id: ModelBackendId;
+  /** Whether a turn reads the screen: such a backend is given the latest recorded frame (a read of a stored PNG per turn). */
+  readonly readsScreens: boolean;
   /**
    * Runs one model turn. Throws `ModelError` when the model cannot be reached or answers with an
    * error; `signal` aborts the call (a timeout or a stopped task).

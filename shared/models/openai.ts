@@ -278,6 +278,7 @@ function callRequest(item: ResponseComputerToolCall | ResponseFunctionToolCall, 
 /** OpenAI Responses API backend (`Authorization: Bearer`, base URL including `/v1`), on OpenAI's SDK. */
 export class OpenAIBackend implements ModelBackend {
   readonly id = 'openai' as const;
+  readonly readsScreens = true;
   private readonly client: OpenAI;
 
   constructor(options: VendorBackendOptions) {

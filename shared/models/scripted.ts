@@ -464,6 +464,8 @@ function buildMove(step: ScriptStep, os: DesktopOs, observation: Observation | n
  */
 export class ScriptedBackend implements ModelBackend {
   readonly id = 'scripted' as const;
+  /** The scripted model reads the observation's accessibility tree, never pixels. */
+  readonly readsScreens = false;
 
   async turn(input: ModelTurnInput, signal?: AbortSignal): Promise<ModelTurnOutput> {
     if (signal?.aborted) {

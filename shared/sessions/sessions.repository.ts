@@ -111,3 +111,20 @@ export async function expireDueSessions(db: Db, now: Date, limit = 500): Promise
     .update({ status: 'expired' })
     .returning('*');
 }
+
+/** What a task's first step needs of its session's computer: whether it is there, and what it is. */
+export type SessionComputer = Pick<SessionRow, 'status' | 'device' | 'capabilities' | 'last_active_at'>;
+
+/** The computer of the session a task is about to begin on (read in the task's transaction). */
+export async function findSessionComputer(db: Db, code: string): Promise<SessionComputer | undefined> {
+  return db<SessionRow>('sessions').where({ code }).first('status', 'device', 'capabilities', 'last_active_at');
+}
+
+/**
+ * Whether the session's computer is connected, and when it was last heard from, read under a
+ * share lock: a hello (which takes the row FOR UPDATE) either came before this read or waits
+ * for the reader's transaction.
+ */
+export async function findSessionPresenceForShare(db: Knex.Transaction, code: string): Promise<Pick<SessionRow, 'status' | 'last_active_at'> | undefined> {
+  return db<SessionRow>('sessions').where({ code }).forShare().first('status', 'last_active_at');
+}

@@ -4,7 +4,7 @@ import type { DesktopInbox } from '../desktop/inbox';
 import { DesktopEvents, type ResultMessage } from '../desktop/protocol';
 import { invalidRequest } from '../errors';
 import type { Logger } from '../logger';
-import type { TaskLoop } from './task-loop';
+import type { TaskLoop } from './loop';
 
 const Result = Type.Object({
   task_id: Type.String({ minLength: 1, maxLength: 100 }),

@@ -1,19 +1,7 @@
 import { isoTimestamp } from '../db/timestamps';
-import type { TaskEventRow, TaskObjectRow, TaskRow } from './tasks.repository';
+import type { TaskEventRow, TaskObjectRow, TaskPending, TaskRow } from './task-rows';
 
-/** The open question or approval of a task (`task.pending`). */
-export type TaskPending =
-  | { type: 'question'; question_id: string; question: string; options: string[]; customer_can_answer: boolean }
-  | {
-      type: 'approval';
-      approval_id: string;
-      what: string;
-      kind: 'action' | 'agent_request' | 'tool' | 'safety_check';
-      category: string | null;
-      risk: 'normal' | 'high';
-      customer_can_approve: boolean;
-      expires_at: string | null;
-    };
+export type { TaskPending };
 
 /** The spec's Task object. */
 export interface Task {

@@ -1,69 +1,15 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { keyedReader, listReader, type ListParameter } from '../db/batched-reads';
-import { selectColumns, type WithIsoTimestamps } from '../db/timestamps';
+import { selectColumns } from '../db/timestamps';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
-import type { DesktopAction, Observation } from '../desktop/protocol';
-import type { AgentConfig } from '../agents/agent-config';
-import type { TurnOutcome, ActionOutcome } from '../models/model.types';
-import type { TaskPending } from './task-object';
+import { TASK_OBJECT_COLUMNS, TASK_OBJECT_TIMESTAMPS, type TaskEventRow, type TaskFrameRow, type NewTaskItem, type TaskItemRow, type TaskObjectRow, type TaskRow, type TaskStatus } from './task-rows';
+
+// The row types live in ./task-rows.ts (no import cycle with the task object); their importers may keep reading them here.
+export { TASK_OBJECT_COLUMNS };
+export type { NewTaskItem, TaskEventRow, TaskFrameRow, TaskItemKind, TaskItemRow, TaskObjectRow, TaskPhase, TaskRow, TaskStatus } from './task-rows';
 
 type Db = Knex | Knex.Transaction;
 
-export type TaskStatus = 'queued' | 'running' | 'completed' | 'failed' | 'stopped';
-/** What the loop waits for: a step job, the computer, a person, a tool call, a sleep; null once ended. */
-export type TaskPhase = 'model' | 'computer' | 'person' | 'tool' | 'sleep' | 'scope' | null;
-
-export interface TaskRow extends Record<string, unknown> {
-  seq: number;
-  id: string;
-  org_id: string;
-  session_id: string;
-  agent_id: string;
-  agent_version: number;
-  agent_draft: boolean;
-  agent_config: AgentConfig;
-  model: string;
-  effort: 'low' | 'medium' | 'high';
-  prompt: string;
-  request_id: string | null;
-  metadata: Record<string, string>;
-  status: TaskStatus;
-  result: string | null;
-  error: string | null;
-  pending: TaskPending | null;
-  cursor: number;
-  steps: number;
-  phase: TaskPhase;
-  current_job_id: string | null;
-  awaiting_act_id: string | null;
-  phase_since: Date | null;
-  queued_actions: DesktopAction[];
-  turn_results: ActionOutcome[];
-  last_outcome: TurnOutcome | null;
-  model_state: unknown;
-  observation: Observation | null;
-  guard_state: Record<string, unknown>;
-  frames: number;
-  actions: number;
-  active_ms: number;
-  running_since: Date | null;
-  billed_minutes: number | null;
-  created_at: Date;
-  updated_at: Date;
-  started_at: Date | null;
-  ended_at: Date | null;
-  /** The row version read with it (PostgreSQL's `xmin`), when read for an unlocked change. */
-  row_version?: string;
-}
-
-/** The columns the spec's Task object is made of (not the loop's working state). */
-export const TASK_OBJECT_COLUMNS = [
-  'id', 'org_id', 'session_id', 'agent_id', 'agent_version', 'agent_draft', 'request_id', 'status', 'prompt', 'result', 'error',
-  'pending', 'cursor', 'metadata', 'created_at', 'updated_at', 'active_ms', 'running_since', 'billed_minutes', 'frames',
-] as const;
-/** Of those, the timestamps the API shows: its reads have them as its text (shared/db/timestamps.ts). */
-const TASK_OBJECT_TIMESTAMPS = ['created_at', 'updated_at'] as const;
-export type TaskObjectRow = WithIsoTimestamps<Pick<TaskRow, (typeof TASK_OBJECT_COLUMNS)[number]>, (typeof TASK_OBJECT_TIMESTAMPS)[number]>;
 const JSON_COLUMNS = new Set(['agent_config', 'metadata', 'pending', 'queued_actions', 'turn_results', 'last_outcome', 'model_state', 'observation', 'guard_state']);
 
 function toDbValues(values: Partial<TaskRow>): Record<string, unknown> {
@@ -185,25 +131,6 @@ export async function findOverdueApprovals(db: Db, now: Date, limit = 200): Prom
 
 // ---- events ----------------------------------------------------------------------------------
 
-export interface TaskEventRow {
-  task_id: string;
-  cursor: number;
-  type: string;
-  message: string;
-  data: Record<string, unknown>;
-  ts: Date;
-}
-
-/** A recording frame, written with the change that stores the action's result. */
-export interface TaskFrameRow {
-  task_id: string;
-  seq: number;
-  width: number;
-  height: number;
-  png: Buffer;
-  created_at: Date;
-}
-
 const EVENTS_FROM_JSON = `select task_id, cursor, type, message, data, ts from jsonb_to_recordset(?::jsonb)
   as e(task_id text, cursor int, type text, message text, data jsonb, ts timestamptz)`;
 const eventsJson = (events: TaskEventRow[]) => JSON.stringify(events.map((event) => ({ ...event, ts: event.ts.toISOString() })));
@@ -303,23 +230,7 @@ export async function readTaskAndEventsAfter(db: Knex, orgId: string, taskId: st
 
 // ---- questions and approvals -----------------------------------------------------------------
 
-export type TaskItemKind = 'question' | 'approval';
-
-export interface TaskItemRow {
-  id: string;
-  task_id: string;
-  kind: TaskItemKind;
-  state: 'open' | 'answered' | 'closed';
-  detail: Record<string, unknown>;
-  answered_by: 'customer' | 'operator' | 'timeout' | null;
-  answer: string | null;
-  decision: 'approve' | 'deny' | null;
-  note: string | null;
-  created_at: Date;
-  answered_at: Date | null;
-}
-
-export async function insertItem(db: Db, row: Omit<TaskItemRow, 'state' | 'answered_by' | 'answer' | 'decision' | 'note' | 'answered_at'>): Promise<void> {
+export async function insertItem(db: Db, row: NewTaskItem): Promise<void> {
   await db('task_items').insert({ ...row, detail: JSON.stringify(row.detail) });
 }
 

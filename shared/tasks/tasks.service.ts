@@ -11,7 +11,7 @@ import { newId } from '../ids';
 import type { Page, PageRequest } from '../pagination';
 import { findSession } from '../sessions/sessions.repository';
 import { decodeTaskNote, taskChannel, type TaskNote } from './task-change';
-import { stepJobId, type RespondInput, type TaskLoop } from './task-loop';
+import { stepJobId, type RespondInput, type TaskLoop } from './loop';
 import { isDone, toTask, toTaskEvent, type Task, type TaskEvent } from './task-object';
 
 export type { TaskEvent };
@@ -511,9 +511,9 @@ export class TasksService {
     if (hasQuestion === hasApproval || (hasQuestion && (input.question_id === undefined || input.answer === undefined)) || (hasApproval && (input.approval_id === undefined || input.decision === undefined))) {
       throw invalidRequest('Send either question_id with answer, or approval_id with decision (and an optional note)');
     }
-    // The loop answers 404 for another org's task under the same lock that decides the answer.
-    const row = await this.deps.loop.respond(taskId, auth.orgId, input, 'operator');
-    await recordAudit(this.deps.db, {
+    // The loop answers 404 for another org's task under the same lock that decides the answer,
+    // and writes the audit row in the answer's own transaction.
+    const row = await this.deps.loop.respond(taskId, auth.orgId, input, 'operator', {
       orgId: auth.orgId,
       actor: auth.actor,
       action: input.question_id ? 'task.question_answered' : 'task.approval_decided',
@@ -525,12 +525,9 @@ export class TasksService {
     return this.toTask(row);
   }
 
+  /** Stops the org's task; the audit row is written with the stop (none when the task had ended already). */
   async stop(auth: Caller, taskId: string, requestId: string): Promise<Task> {
-    const before = await this.getRow(auth.orgId, taskId);
-    const row = await this.deps.loop.stop(taskId, auth.orgId, 'operator');
-    if (!isDone(before.status)) {
-      await recordAudit(this.deps.db, { orgId: auth.orgId, actor: auth.actor, action: 'task.stopped', objectType: 'task', objectId: taskId, requestId });
-    }
+    const row = await this.deps.loop.stop(taskId, auth.orgId, 'operator', undefined, { orgId: auth.orgId, actor: auth.actor, action: 'task.stopped', objectType: 'task', objectId: taskId, requestId });
     return this.toTask(row);
   }
 

@@ -1,6 +1,23 @@
 import { expect } from 'chai';
 import type { Container } from '../../shared/container';
-import { startTestService, type TestService } from '../support/service';
+import { startTestService, waitFor, type TestService } from '../support/service';
+import { connectDesktop, follow, script } from '../support/tasks';
+import type { DesktopClient } from '../../shared/simulator/desktop-client';
+
+const REFUSE_AUDIT_ROWS = `
+  create function test_refuse_audit_rows() returns trigger language plpgsql as $$
+    begin raise exception 'audit row refused by the test'; end $$;
+  create trigger test_refuse_audit_rows before insert on audit_log for each row execute function test_refuse_audit_rows();
+`;
+const ALLOW_AUDIT_ROWS = 'drop trigger if exists test_refuse_audit_rows on audit_log; drop function if exists test_refuse_audit_rows()';
+
+async function refused(change: Promise<unknown>): Promise<void> {
+  const error = await change.then(
+    () => null,
+    (caught: Error) => caught,
+  );
+  expect(error?.message).to.match(/audit row refused by the test/);
+}
 
 /**
  * Every change outside the task loop and sessions is written with its audit row in one
@@ -19,25 +36,13 @@ describe('audit rows commit with the change they record', () => {
     ({ orgId } = await service.newOrg('Audited org'));
     await container.agents.create(orgId, { agent_id: 'audited', name: 'Audited' }, team);
     await container.agentFiles.write(orgId, 'audited', 'notes.txt', 'first', { kind: 'team', ...team });
-    await container.db.raw(`
-      create function test_refuse_audit_rows() returns trigger language plpgsql as $$
-        begin raise exception 'audit row refused by the test'; end $$;
-      create trigger test_refuse_audit_rows before insert on audit_log for each row execute function test_refuse_audit_rows();
-    `);
+    await container.db.raw(REFUSE_AUDIT_ROWS);
   });
 
   after(async () => {
-    await container.db.raw('drop trigger if exists test_refuse_audit_rows on audit_log; drop function if exists test_refuse_audit_rows()');
+    await container.db.raw(ALLOW_AUDIT_ROWS);
     await service.stop();
   });
-
-  async function refused(change: Promise<unknown>): Promise<void> {
-    const error = await change.then(
-      () => null,
-      (caught: Error) => caught,
-    );
-    expect(error?.message).to.match(/audit row refused by the test/);
-  }
 
   it('creates no org (nor its key, agent or tool secret) when its audit row fails', async () => {
     await refused(container.orgs.create('Org without audit'));
@@ -80,5 +85,84 @@ describe('audit rows commit with the change they record', () => {
 
     await refused(container.webhooks.update(orgId, { events: ['task.completed'] }, team));
     expect((await container.webhooks.get(orgId)).events).to.deep.equal([]);
+  });
+});
+
+/**
+ * The team's answers, decisions and stops are changes of the task loop: each writes its audit row
+ * in the change's own transaction, so that with audit rows refused the task stays as it was.
+ */
+describe('audit rows commit with the task change they record', () => {
+  let service: TestService;
+  let container: Container;
+  let orgId: string;
+  let key: string;
+  const desktops: DesktopClient[] = [];
+  const team = { actor: { type: 'api_key' as const, key_id: 'key_test', name: 'test', prefix: 'dh_test_' }, orgId: '' };
+
+  before(async () => {
+    // Queues of its own: jobs other suites left behind must not reach this worker.
+    service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_REDIS_PREFIX: `audit-atomicity-${Date.now()}` }, ['web', 'worker-agent']);
+    container = service.running.container;
+    ({ orgId, key } = await service.newOrg('Audited tasks'));
+    team.orgId = orgId;
+  });
+
+  afterEach(async () => {
+    await container.db.raw(ALLOW_AUDIT_ROWS);
+  });
+
+  after(async () => {
+    for (const desktop of desktops) await desktop.close();
+    await service.stop();
+  });
+
+  /** A task on a new computer, followed until `until` holds (audit rows allowed meanwhile). */
+  async function taskWaiting(prompt: string, until: (task: any) => boolean): Promise<{ taskId: string; task: any }> {
+    const { code, client } = await connectDesktop(service, key);
+    desktops.push(client);
+    const started = await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt });
+    expect(started.status).to.equal(200);
+    const { task } = await follow(service, key, started.body.task_id, until);
+    return { taskId: started.body.task_id, task };
+  }
+
+  const auditRows = (taskId: string) => container.db('audit_log').where({ object_id: taskId }).whereNot({ action: 'task.created' }).select('action');
+
+  it('records no answer to a question when its audit row fails', async () => {
+    const { taskId, task } = await taskWaiting(script('ask "Which size?" "S" "M"', 'done "Size {answer}"'), (t) => t.pending?.type === 'question');
+    await container.db.raw(REFUSE_AUDIT_ROWS);
+    await refused(container.tasks.respond(team, taskId, { question_id: task.pending.question_id, answer: 'M' }, 'req_answer'));
+    const item = await container.db('task_items').where({ id: task.pending.question_id }).first();
+    expect(item.state).to.equal('open');
+    const after = await container.tasks.get(orgId, taskId);
+    expect(after.pending?.type).to.equal('question');
+    expect(after.cursor).to.equal(task.cursor);
+    expect(await auditRows(taskId)).to.deep.equal([]);
+  });
+
+  it('records no approval decision when its audit row fails', async () => {
+    const { taskId, task } = await taskWaiting(script('request_approval "Send the report"', 'done "Sent"'), (t) => t.pending?.type === 'approval');
+    await container.db.raw(REFUSE_AUDIT_ROWS);
+    await refused(container.tasks.respond(team, taskId, { approval_id: task.pending.approval_id, decision: 'approve' }, 'req_decide'));
+    const item = await container.db('task_items').where({ id: task.pending.approval_id }).first();
+    expect(item.state).to.equal('open');
+    expect((await container.tasks.get(orgId, taskId)).pending?.type).to.equal('approval');
+    expect(await auditRows(taskId)).to.deep.equal([]);
+  });
+
+  it('does not stop a task when its audit row fails, and stops it with its audit row otherwise', async () => {
+    const { taskId } = await taskWaiting(script('sleep 3600'), (t) => t.status === 'running' && t.cursor >= 3);
+    await waitFor(async () => (await container.db('task_events').where({ task_id: taskId, type: 'sleep' }).first()) !== undefined, 10_000, 'the sleep');
+    await container.db.raw(REFUSE_AUDIT_ROWS);
+    await refused(container.tasks.stop(team, taskId, 'req_stop'));
+    const running = await container.tasks.get(orgId, taskId);
+    expect(running.status).to.equal('running');
+    expect(await auditRows(taskId)).to.deep.equal([]);
+
+    await container.db.raw(ALLOW_AUDIT_ROWS);
+    const stopped = await container.tasks.stop(team, taskId, 'req_stop_again');
+    expect(stopped.status).to.equal('stopped');
+    expect(await auditRows(taskId)).to.deep.equal([{ action: 'task.stopped' }]);
   });
 });
