@@ -21,6 +21,7 @@ import { createKeyedLimiter } from './rate-limits';
 import { createModelRegistry, type ModelRegistry } from './models/catalog';
 import { TaskLoop } from './tasks/task-loop';
 import { TasksService } from './tasks/tasks.service';
+import { TaskFollowers } from './tasks/task-followers';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -49,6 +50,8 @@ export interface Container {
   /** The agent loop: steps, results from computers, answers, stops. */
   loop: TaskLoop;
   tasks: TasksService;
+  /** The long-poll followers of tasks in this process (GET /v1/tasks/{id}/events, the older API's /wait). */
+  followers: TaskFollowers;
   /** Outbound HTTP to customers' URLs (webhooks, HTTP tools): SSRF-checked at connect time. */
   outboundHttp: SafeHttpClient;
   webhooks: WebhookService;
@@ -126,7 +129,8 @@ export function createContainer(
     reconnectGraceMs: config.reconnectGraceMs,
     modelTimeoutMs: config.modelTimeoutMs,
   });
-  const tasks = new TasksService({ db, clock, notifier, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
+  const tasks = new TasksService({ db, clock, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
+  const followers = new TaskFollowers({ db, clock, notifier, baseUrl: config.baseUrl });
   // A computer that goes away takes its running task with it.
   sessions.onComputerGone((session, why) => loop.computerGone(session.code, why));
 
@@ -148,6 +152,7 @@ export function createContainer(
     models,
     loop,
     tasks,
+    followers,
     outboundHttp,
     webhooks,
     webhookDelivery,
