@@ -13,7 +13,7 @@ export interface FollowAnswer {
 }
 
 /** What one follow read sees: the task, then its events after the cursor asked for. */
-interface FollowState {
+export interface FollowState {
   row: TaskObjectRow;
   data: TaskEvent[];
 }
