@@ -1,11 +1,12 @@
 import type http from 'node:http';
-import type { TObject, TSchema } from '@sinclair/typebox';
+import type { TObject } from '@sinclair/typebox';
 import type { AuthContext } from '../shared/api-keys/api-keys.service';
 import type { Logger } from '../shared/logger';
 import { RequestState, requestIdFrom } from './middleware/request-state';
 import { errorResponse } from './middleware/errors';
 import { clientAddress, type AddressLimiter, type RateLimitHeaders } from './middleware/rate-limit';
-import { compileRoute, type CompiledRoute, type HandlerInput, type RouteSpec } from './routing';
+import { HUNG_UP, hangUpSignal, hungUp } from './hang-ups';
+import { compileRoute, type CompiledRoute, type LongPollInput, type LongPollRouteSpec, type RouteSpec } from './routing';
 
 /** What the long-poll routes share with Koa's chain. */
 export interface LongPollDeps {
@@ -20,6 +21,7 @@ export interface LongPollDeps {
 interface Target {
   pattern: RegExp;
   names: string[];
+  route: LongPollRouteSpec;
   compiled: CompiledRoute;
 }
 
@@ -33,15 +35,18 @@ interface Target {
  * keeps is copied by V8's scavenger, whose pauses set the wake-up latency of every follower.
  * Through Koa a waiting poll kept 9.2 KB: Koa's context and its `on-finished` listener (which
  * live until the response ends) and a suspended frame per awaiting middleware. Here it keeps
- * 4.9 KB, against 2.4 KB for Node's own request and response (docs/benchmarks.md, follow).
- * A poll whose client hangs up stops waiting at once (`onHangUp`) and is logged with status 499.
+ * 4.6 KB, against 2.4 KB for Node's own request and response (docs/benchmarks.md, follow).
+ * A poll whose client hangs up stops waiting at once (its input's `signal` aborts when the
+ * connection closes: api/hang-ups.ts) and is logged with status 499. The handler's input
+ * (`LongPollInput`) is plain data with no Koa context: the same handler serves the path when it
+ * comes through Koa.
  *
  * Only a GET of a long-poll route's exact path is taken here; anything else (HEAD, a trailing
  * slash, other letter case) goes on to Koa, where the same route is mounted and answers alike.
  */
 export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: http.RequestListener): http.RequestListener {
   const targets: Target[] = routes
-    .filter((route) => route.longPoll)
+    .filter((route): route is LongPollRouteSpec => route.longPoll === true)
     .map((route) => {
       if (route.method !== 'get' || route.auth !== 'api_key' || 'contentType' in route.response) {
         throw new Error(`long-poll route ${route.operationId} must be a GET with an API key that returns JSON`);
@@ -51,7 +56,7 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
         names.push(name);
         return '([^/]+)';
       });
-      return { pattern: new RegExp(`^${source}$`), names, compiled: compileRoute(route, deps.validateResponses) };
+      return { pattern: new RegExp(`^${source}$`), names, route, compiled: compileRoute(route, deps.validateResponses) };
     });
 
   return (req, res) => {
@@ -110,11 +115,7 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
       const params: Record<string, string> = {};
       for (let n = 0; n < target.names.length; n++) params[target.names[n]!] = decode(found[n + 1]!);
       const input = target.compiled.input(params, queryObject(search));
-      return target.compiled.route.handler(new LongPollInput(input.params, input.query, auth, state, onHangUp, target.compiled.route.operationId) as unknown as HandlerInput<TObject, TObject, TSchema>);
-    };
-    const onHangUp = (listener: () => void) => {
-      if (hungUp(res)) return listener();
-      res.on('close', () => res.writableEnded || listener());
+      return target.route.handler({ params: input.params, query: input.query, auth, requestId: state.requestId, signal: hangUpSignal(res) } as LongPollInput<TObject, TObject>);
     };
     const authenticateThenCall = (limitHeaders: RateLimitHeaders) => {
       Object.assign(headers, limitHeaders);
@@ -130,17 +131,9 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
   }
 }
 
-/** The access log's status of a request whose client hung up before its answer (nginx's). */
-const HUNG_UP = 499;
-
-/** Whether the client has hung up: its connection closed before the answer was written. */
-function hungUp(res: http.ServerResponse): boolean {
-  return res.socket === null || res.socket.destroyed;
-}
-
 /**
  * JSON of a response body, made once per body object: the followers one note wakes on a task
- * share one answer object (TasksService), and so its JSON.
+ * share one answer object (FollowedTasks), and so its JSON.
  */
 const made = new WeakMap<object, string>();
 function toJson(body: unknown): string {
@@ -168,33 +161,4 @@ function queryObject(search: string): Record<string, unknown> {
     query[key] = values.length <= 1 ? values[0] : values;
   }
   return query;
-}
-
-/**
- * What a long-poll route's handler receives: the `HandlerInput` of Koa's routes, as one object
- * whose accessors live on its prototype (an object literal with getters, spread into, is built
- * anew with its closures for every request, ~2 KB).
- */
-class LongPollInput {
-  readonly body = undefined;
-  readonly requestId: string;
-
-  constructor(
-    readonly params: Record<string, unknown>,
-    readonly query: Record<string, unknown>,
-    readonly auth: AuthContext,
-    private readonly state: RequestState,
-    readonly onHangUp: (listener: () => void) => void,
-    private readonly operationId: string,
-  ) {
-    this.requestId = state.requestId;
-  }
-
-  get logger(): Logger {
-    return this.state.logger;
-  }
-
-  get ctx(): never {
-    throw new Error(`${this.operationId} is a long-poll route, served without Koa: it has no ctx`);
-  }
 }

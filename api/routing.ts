@@ -9,6 +9,7 @@ import { unstorableValueAt } from '../shared/validation/storable';
 import type { AuthContext } from '../shared/api-keys/api-keys.service';
 import type { Logger } from '../shared/logger';
 import type { RequestState } from './middleware/request-state';
+import { HUNG_UP, hangUpSignal } from './hang-ups';
 
 /**
  * Every HTTP route is declared once as a `RouteSpec`: its schemas validate requests, feed the
@@ -28,25 +29,26 @@ export interface HandlerInput<P, Q, B> {
   auth: AuthContext;
   requestId: string;
   logger: Logger;
-  /** Koa's context; long-poll routes are served without Koa and have none (reading it throws). */
   ctx: Context;
-  /**
-   * Registers `listener` to be called if the client hangs up before it is answered, so that a
-   * long poll stops waiting for it. Only long-poll routes served beside Koa are told; elsewhere
-   * it is never called.
-   */
-  onHangUp(listener: () => void): void;
 }
 
-/** `onHangUp` of the routes served through Koa. */
-const ignoreHangUp = () => undefined;
+/**
+ * What a long-poll route's handler receives, whichever way its request came: on node:http beside
+ * Koa (api/long-polls.ts) or through Koa's router (a HEAD, a trailing slash). Plain data, with
+ * no Koa context, so that one handler serves both.
+ */
+export interface LongPollInput<P, Q> {
+  params: StaticOr<P, Record<string, never>>;
+  query: StaticOr<Q, Record<string, never>>;
+  /** The org the request acts for. */
+  auth: AuthContext;
+  requestId: string;
+  /** Aborts when the client hangs up (closes its connection) before it is answered: a long poll then stops waiting (api/hang-ups.ts). */
+  signal: AbortSignal;
+}
 
-export interface RouteSpec<
-  P extends TObject | undefined = TObject | undefined,
-  Q extends TObject | undefined = TObject | undefined,
-  B extends TSchema | undefined = TSchema | undefined,
-  R extends TSchema = TSchema,
-> {
+/** What every route declares besides its handler. */
+interface RouteDeclaration<P extends TObject | undefined, Q extends TObject | undefined, B extends TSchema | undefined, R extends TSchema> {
   method: Method;
   /** OpenAPI-style path: `/v1/agents/{agent_id}`. */
   path: string;
@@ -58,20 +60,42 @@ export interface RouteSpec<
   params?: P;
   query?: Q;
   body?: B;
-  /**
-   * A long poll, held open by the thousands: its GETs are served on node:http beside Koa, which
-   * keeps a third of the memory per waiting request (api/long-polls.ts). The handler returns its
-   * body and has no `ctx`.
-   */
-  longPoll?: boolean;
   /** Body size limit for this route, when larger than the default. */
   bodyLimitBytes?: number;
   /** 200 response schema, or a non-JSON content type the handler writes itself. */
   response: R | { contentType: string; description: string };
   /** Error statuses the route can answer besides 401/429/500, for the document. */
   errors: number[];
+}
+
+/** A route served through Koa: its handler returns the body, or writes the response itself through `ctx`. */
+export interface KoaRouteSpec<
+  P extends TObject | undefined = TObject | undefined,
+  Q extends TObject | undefined = TObject | undefined,
+  B extends TSchema | undefined = TSchema | undefined,
+  R extends TSchema = TSchema,
+> extends RouteDeclaration<P, Q, B, R> {
+  longPoll?: false;
   handler: (input: HandlerInput<P, Q, B>) => Promise<R extends TSchema ? Static<R> | void : void>;
 }
+
+/**
+ * A long poll, held open by the thousands: its GETs are served on node:http beside Koa, which
+ * keeps a third of the memory per waiting request (api/long-polls.ts). A GET with an API key,
+ * without a body, that answers JSON; its handler returns the body.
+ */
+export interface LongPollRouteSpec<P extends TObject | undefined = TObject | undefined, Q extends TObject | undefined = TObject | undefined, R extends TSchema = TSchema>
+  extends RouteDeclaration<P, Q, undefined, R> {
+  longPoll: true;
+  handler: (input: LongPollInput<P, Q>) => Promise<Static<R>>;
+}
+
+export type RouteSpec<
+  P extends TObject | undefined = TObject | undefined,
+  Q extends TObject | undefined = TObject | undefined,
+  B extends TSchema | undefined = TSchema | undefined,
+  R extends TSchema = TSchema,
+> = KoaRouteSpec<P, Q, B, R> | LongPollRouteSpec<P, Q, R>;
 
 /** Identity with inference: `defineRoute({...})` checks the handler against the schemas. */
 export function defineRoute<
@@ -247,18 +271,29 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
         if (body === undefined) throw invalidRequest('Request body is required (JSON)');
         check(validateBody, body, 'body');
       }
-      const result = await route.handler({
-        params,
-        query,
-        body,
-        auth: state.auth!,
-        requestId: state.requestId,
-        get logger() {
-          return state.logger;
-        },
-        ctx,
-        onHangUp: ignoreHangUp,
-      } as HandlerInput<TObject, TObject, TSchema>);
+      let result: unknown;
+      if (route.longPoll) {
+        // The same input as beside Koa (api/long-polls.ts): a HEAD or another spelling of the path comes this way.
+        const signal = hangUpSignal(ctx.res);
+        result = await route.handler({ params, query, auth: state.auth!, requestId: state.requestId, signal } as LongPollInput<TObject, TObject>).catch((caught: unknown) => {
+          // Nobody is left to answer: the access log says so, and nothing is written.
+          if (!signal.aborted) throw caught;
+          ctx.status = HUNG_UP;
+          return undefined;
+        });
+      } else {
+        result = await route.handler({
+          params,
+          query,
+          body,
+          auth: state.auth!,
+          requestId: state.requestId,
+          get logger() {
+            return state.logger;
+          },
+          ctx,
+        } as HandlerInput<TObject, TObject, TSchema>);
+      }
       // A handler that returns nothing wrote the response itself (a PNG, a 503 with its own body).
       if ('contentType' in route.response || result === undefined) return;
       compiled.checkResponse(result);

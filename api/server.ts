@@ -52,7 +52,7 @@ export async function startWeb(
       server.closeIdleConnections();
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       // Waiting long polls would hold the close for up to 55 s: they are answered now.
-      container.tasks.endWaits();
+      container.followers.endWaits();
       try {
         await gateway.close();
         await closed;

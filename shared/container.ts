@@ -23,6 +23,7 @@ import { TaskLoop } from './tasks/loop';
 import type { TaskChangeObserver } from './tasks/task-change';
 import { followerNotes, orgEventDispatch } from './tasks/task-change-observers';
 import { TasksService } from './tasks/tasks.service';
+import { TaskFollowers } from './tasks/task-followers';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -53,6 +54,8 @@ export interface Container {
   /** The agent loop: steps, results from computers, answers, stops. */
   loop: TaskLoop;
   tasks: TasksService;
+  /** The long-poll followers of tasks in this process (GET /v1/tasks/{id}/events, the older API's /wait). */
+  followers: TaskFollowers;
   /** Outbound HTTP to customers' URLs (webhooks, HTTP tools): SSRF-checked at connect time. */
   outboundHttp: SafeHttpClient;
   webhooks: WebhookService;
@@ -134,7 +137,8 @@ export function createContainer(
     reconnectGraceMs: config.reconnectGraceMs,
     modelTimeoutMs: config.modelTimeoutMs,
   });
-  const tasks = new TasksService({ db, clock, notifier, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
+  const tasks = new TasksService({ db, clock, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
+  const followers = new TaskFollowers({ db, clock, notifier, baseUrl: config.baseUrl });
   // A computer that goes away takes its running task with it.
   sessions.onComputerGone((session, why) => loop.computerGone(session.code, why));
 
@@ -157,6 +161,7 @@ export function createContainer(
     observers,
     loop,
     tasks,
+    followers,
     outboundHttp,
     webhooks,
     webhookDelivery,

@@ -25,7 +25,7 @@ const AUTH_TEXT =
  */
 export function legacyRoutes(container: Container): RouteSpec[] {
   const sessionAuth = new SessionTokenAuth({ db: container.db, clock: container.clock, apiKeys: container.apiKeys });
-  const legacy = new LegacyTasksService({ db: container.db, tasks: container.tasks });
+  const legacy = new LegacyTasksService({ db: container.db, tasks: container.tasks, followers: container.followers });
   const caller = (ctx: Context, code: string | undefined) => sessionAuth.authenticate(ctx.get('authorization') || undefined, code);
 
   return [

@@ -9,6 +9,7 @@ const TaskPath = Type.Object({ task_id: Type.String({ pattern: '^task_[a-z0-9]{1
 
 export function taskRoutes(container: Container): RouteSpec[] {
   const tasks = container.tasks;
+  const followers = container.followers;
   return [
     defineRoute({
       method: 'post',
@@ -81,7 +82,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       ),
       response: Type.Object({ data: Type.Array(TaskEventSchema), cursor: Type.Integer({ minimum: 0 }), task: TaskSchema }),
       errors: [404],
-      handler: ({ auth, params, query, onHangUp }) => tasks.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0, onHangUp),
+      handler: ({ auth, params, query, signal }) => followers.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0, signal),
     }),
     defineRoute({
       method: 'post',

@@ -1,13 +1,14 @@
 import type { Knex } from '../db/knex';
 import type { TaskEvent, TasksService } from '../tasks/tasks.service';
+import type { TaskFollowers } from '../tasks/task-followers';
 import type { Task, TaskPending } from '../tasks/task-object';
 import type { LegacyCaller } from '../sessions/session-token-auth';
 import { conflict, notFound } from '../errors';
 import { latestUpdateEvents, UPDATE_EVENT_TYPES, type UpdateEvent } from './task-updates.repository';
 
 /**
- * Tasks through the older session-token API: the same `TasksService` calls as `/v1` (start,
- * follow, respond, stop, trace), scoped to the caller's session, in the older task shape.
+ * Tasks through the older session-token API: the same `TasksService` and `TaskFollowers` calls as
+ * `/v1` (start, follow, respond, stop, trace), scoped to the caller's session, in the older task shape.
  */
 
 /** `/wait` waits this long when `timeout_ms` is not sent (at most `MAX_WAIT_MS`, 55 s). */
@@ -92,7 +93,7 @@ export function toLegacyTask(task: Task, events: TaskEvent[], cursor: number, up
 }
 
 export class LegacyTasksService {
-  constructor(private readonly deps: { db: Knex; tasks: TasksService }) {}
+  constructor(private readonly deps: { db: Knex; tasks: TasksService; followers: Pick<TaskFollowers, 'follow'> }) {}
 
   /** The task, when it runs on the caller's session; 404 otherwise (as for another org's). */
   private async ownTask(caller: LegacyCaller, taskId: string): Promise<Task> {
@@ -131,7 +132,7 @@ export class LegacyTasksService {
     if ([question_id, answer, approval_id, decision, note].some((value) => value !== undefined)) {
       await this.deps.tasks.respond(caller.tasksAuth, input.id, { question_id, answer, approval_id, decision, note }, requestId);
     }
-    const followed = await this.deps.tasks.follow(caller.orgId, input.id, input.after, input.timeout_ms ?? LEGACY_DEFAULT_WAIT_MS);
+    const followed = await this.deps.followers.follow(caller.orgId, input.id, input.after, input.timeout_ms ?? LEGACY_DEFAULT_WAIT_MS);
     return this.shape(followed.task, followed.data, followed.cursor);
   }
 

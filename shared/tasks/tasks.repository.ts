@@ -271,3 +271,14 @@ export async function closeOpenItems(db: Db, taskId: string): Promise<void> {
 export async function readFrame(db: Db, taskId: string, seq: number): Promise<{ png: Buffer } | undefined> {
   return db('task_frames').where({ task_id: taskId, seq }).first('png');
 }
+
+// ---- trace -----------------------------------------------------------------------------------
+
+/** The events a task's trace shows (`include=trace`): its steps, decisions, results and ending. */
+const TRACE_EVENT_TYPES = ['started', 'step', 'guardrail', 'approval', 'decision', 'action_result', 'tool_result', 'safety_check', 'completed', 'failed', 'stopped'];
+const TRACE_MAX_EVENTS = 1000;
+
+/** A task's trace events, oldest first, at most `TRACE_MAX_EVENTS` of them. */
+export function readTraceEvents(db: Db, taskId: string): Promise<TaskEventRow[]> {
+  return db<TaskEventRow>('task_events').where({ task_id: taskId }).whereIn('type', TRACE_EVENT_TYPES).orderBy('cursor').limit(TRACE_MAX_EVENTS);
+}

@@ -86,12 +86,12 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
   });
 
   it('stops waiting for a follower that hangs up, and reads nothing for it', async () => {
-    const { tasks, db } = service.running.container;
+    const { followers, db } = service.running.container;
     const { cursor } = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events`)).body;
-    const waitingBefore = tasks.waitingFollowers;
+    const waitingBefore = followers.waitingFollowers;
     const socket = net.connect(Number(new URL(service.baseUrl).port), '127.0.0.1');
     socket.write(`GET /v1/tasks/${taskId}/events?after=${cursor}&wait_ms=20000 HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n\r\n`);
-    await waitFor(() => tasks.waitingFollowers === waitingBefore + 1, 5_000, 'the follower to wait');
+    await waitFor(() => followers.waitingFollowers === waitingBefore + 1, 5_000, 'the follower to wait');
     let reads = 0;
     const onQuery = (query: { sql: string }) => {
       if (query.sql.includes('from tasks t')) reads++;
@@ -99,7 +99,7 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
     db.on('query', onQuery);
     try {
       socket.destroy();
-      await waitFor(() => tasks.waitingFollowers === waitingBefore, 1_000, 'the wait to end');
+      await waitFor(() => followers.waitingFollowers === waitingBefore, 1_000, 'the wait to end');
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(reads).to.equal(0);
     } finally {
@@ -107,6 +107,18 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
     }
     // The same task is still followed as before.
     expect((await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}`)).status).to.equal(200);
+  });
+
+  it('stops waiting for a follower that hangs up through Koa too (the same handler, given the same signal)', async () => {
+    const { followers } = service.running.container;
+    const { cursor } = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events`)).body;
+    const waitingBefore = followers.waitingFollowers;
+    const socket = net.connect(Number(new URL(service.baseUrl).port), '127.0.0.1');
+    // The trailing slash takes Koa's router, not the node:http path.
+    socket.write(`GET /v1/tasks/${taskId}/events/?after=${cursor}&wait_ms=20000 HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    await waitFor(() => followers.waitingFollowers === waitingBefore + 1, 5_000, 'the follower to wait');
+    socket.destroy();
+    await waitFor(() => followers.waitingFollowers === waitingBefore, 1_000, 'the wait to end');
   });
 
   it('still serves HEAD (through Koa)', async () => {

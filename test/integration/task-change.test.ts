@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { startTestService, waitFor, type TestService } from '../support/service';
-import { connectDesktop, follow, script, startSleepingTask } from '../support/tasks';
+import { connectDesktop, countFollowReads as countFollowReadsOn, follow, script, startSleepingTask } from '../support/tasks';
 import { changeTask, taskChannel, type TaskChange } from '../../shared/tasks/task-change';
 import { readTaskForChange, rowFromHint, rowHint, type TaskRow } from '../../shared/tasks/tasks.repository';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { QUEUE_NAMES } from '../../shared/queues/catalog';
 import { Notifier } from '../../shared/notifier';
 import { createRedis } from '../../shared/redis';
-import { TasksService } from '../../shared/tasks/tasks.service';
+import { TaskFollowers } from '../../shared/tasks/task-followers';
 
 /**
  * `changeTask` from a row read without the lock (the loop's busiest paths): written in one
@@ -118,19 +118,7 @@ describe('task changes from a row read without the lock', () => {
 
   describe('what followers hear', () => {
     /** Follow reads (`readTaskAndEventsAfter`) made while `during` runs. */
-    async function countFollowReads(during: () => Promise<unknown>): Promise<number> {
-      let reads = 0;
-      const onQuery = (query: { sql: string }) => {
-        if (query.sql.includes('from tasks t')) reads++;
-      };
-      deps().db.on('query', onQuery);
-      try {
-        await during();
-      } finally {
-        deps().db.off('query', onQuery);
-      }
-      return reads;
-    }
+    const countFollowReads = (during: () => Promise<unknown>) => countFollowReadsOn(deps().db, during);
 
     async function waitingFollower() {
       const { cursor } = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=0&wait_ms=0`)).body as { cursor: number };
@@ -211,21 +199,21 @@ describe('task changes from a row read without the lock', () => {
     });
 
     it('forgets what it heard of a task once nobody follows it, so a later follower gets the newest events', async () => {
-      // A TasksService of its own whose channels linger 200 ms instead of 10 s.
+      // TaskFollowers of its own whose channels linger 200 ms instead of 10 s.
       const { config, redis } = service.running.container;
       const subscriber = createRedis(config.redisUrl, { blocking: true });
       const notifier = new Notifier(redis, subscriber, config.redisPrefix, 200);
-      const tasks = new TasksService({ ...service.running.container, notifier, baseUrl: config.baseUrl });
+      const followers = new TaskFollowers({ ...service.running.container, notifier, baseUrl: config.baseUrl });
       try {
         const from = (await readTaskForChange(deps().db, taskId))!.cursor;
-        const waiting = tasks.follow(orgId, taskId, from, 5_000);
+        const waiting = followers.follow(orgId, taskId, from, 5_000);
         await waitFor(() => notifier.mark(taskChannel(taskId)) !== null, 2_000, 'the follower to listen');
         await changeTask(deps(), taskId, (change) => change.event('note', 'heard'));
         expect((await waiting).data.map((event) => event.message)).to.deep.equal(['heard']);
         await waitFor(() => notifier.mark(taskChannel(taskId)) === null, 3_000, 'the channel to be released');
         // Nobody listens now: this change's note goes unheard.
         await changeTask(deps(), taskId, (change) => change.event('note', 'unheard'));
-        const later = await tasks.follow(orgId, taskId, from, 0);
+        const later = await followers.follow(orgId, taskId, from, 0);
         expect(later.data.map((event) => event.message)).to.deep.equal(['heard', 'unheard']);
         expect(later.task.cursor).to.equal(from + 2);
       } finally {

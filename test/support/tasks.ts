@@ -1,4 +1,5 @@
 import { DesktopClient, type DesktopClientOptions } from '../../shared/simulator/desktop-client';
+import type { Knex } from '../../shared/db/knex';
 import type { TestService } from './service';
 
 /** Starts the reference desktop client on a new session; returns both, with the session's one-time token. */
@@ -81,4 +82,19 @@ export async function startSleepingTask(service: TestService, key: string): Prom
   const taskId = started.body.task_id as string;
   await follow(service, key, taskId, (_task, events) => events.some((event) => event.type === 'sleep'));
   return { taskId, desktop: connected.client };
+}
+
+/** Runs `during` and counts the follow reads (a task's row with its events) sent on `db` meanwhile. */
+export async function countFollowReads(db: Knex, during: () => Promise<unknown>): Promise<number> {
+  let reads = 0;
+  const onQuery = (query: { sql: string }) => {
+    if (query.sql.includes('from tasks t')) reads++;
+  };
+  db.on('query', onQuery);
+  try {
+    await during();
+  } finally {
+    db.off('query', onQuery);
+  }
+  return reads;
 }
