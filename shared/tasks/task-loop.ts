@@ -540,6 +540,7 @@ export class TaskLoop {
               observation: row.observation,
               action,
               addressBar: guard.addressBar ?? null,
+              secrets: row.secrets ?? undefined,
               declaredCategory: guard.stepDeclared?.category ?? null,
             }),
             guard.stepDeclared ?? null,
