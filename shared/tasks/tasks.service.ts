@@ -11,7 +11,7 @@ import type { Page, PageRequest } from '../pagination';
 import { findSession } from '../sessions/sessions.repository';
 import { decodeTaskNote, taskChannel, type TaskNote } from './task-change';
 import type { RespondInput, TaskLoop } from './task-loop';
-import { assertSessionTakesTask, createTask, type CreateTaskDeps } from './create-task';
+import { assertSessionTakesTask, createTask, createTaskInTransaction, type CreatedTask, type CreateTaskDeps, type CreateTaskInput } from './create-task';
 import { isDone, toTask, toTaskEvent, type Task, type TaskEvent } from './task-object';
 
 export type { TaskEvent };
@@ -241,7 +241,7 @@ export class TasksService {
     // Before the agent is read: a session without a computer is refused whatever the agent.
     assertSessionTakesTask(session);
     const agent = await this.deps.agents.resolveForTask(auth.orgId, input.agent_id ?? session.agent_id, input.agent_version === 'draft' ? 'draft' : 'published');
-    const { row } = await createTask(this.createDeps, {
+    const { row } = await this.create({
       session,
       agent,
       prompt: input.prompt,
@@ -251,6 +251,19 @@ export class TasksService {
       auditRequestId: requestId,
     });
     return this.toTask(row);
+  }
+
+  /**
+   * Creates a task on a session the caller resolved (a machine session included), with an agent
+   * version it resolved: `createTask` with this service's dependencies.
+   */
+  create(input: CreateTaskInput): Promise<CreatedTask> {
+    return createTask(this.createDeps, input);
+  }
+
+  /** As `create`, in the caller's transaction: the caller runs `afterCommit` once it commits. */
+  createInTransaction(trx: Knex.Transaction, input: CreateTaskInput): ReturnType<typeof createTaskInTransaction> {
+    return createTaskInTransaction(trx, this.createDeps, input);
   }
 
   async getRow(orgId: string, taskId: string): Promise<TaskRow> {
