@@ -3,6 +3,7 @@ import { keyedReader } from '../db/batched-reads';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { WithIsoTimestamps } from '../db/timestamps';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
+import { newPairingCode } from './pairing-code';
 
 export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
 /**
@@ -46,6 +47,20 @@ export async function insertSession(db: Db, row: NewSessionRow): Promise<Session
     .insert({ ...row, metadata: JSON.stringify(row.metadata) as unknown as Record<string, string> })
     .returning('*');
   return inserted!;
+}
+
+/**
+ * Inserts the session `rowFor` makes for a new pairing code, drawing another code on the (very
+ * rare) collision; each attempt in a savepoint, so that a collision does not abort `trx`.
+ */
+export async function insertSessionWithNewCode(trx: Knex.Transaction, rowFor: (code: string) => NewSessionRow): Promise<SessionRow> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await trx.transaction((savepoint) => insertSession(savepoint, rowFor(newPairingCode())));
+    } catch (error) {
+      if ((error as { code?: string }).code !== '23505' || attempt >= 5) throw error;
+    }
+  }
 }
 
 export async function findSession(db: Db, orgId: string, code: string): Promise<SessionRow | undefined> {

@@ -1,5 +1,4 @@
 import type { Knex } from '../db/knex';
-import { isoTimestamp } from '../db/timestamps';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import type { Actor } from '../audit/actor';
@@ -14,16 +13,17 @@ import { appendOrgEvent, dispatchOrgEvents } from '../events/org-events';
 import { generateSessionToken, hashSecret } from '../api-keys/key-format';
 import { notFound } from '../errors';
 import type { Page, PageRequest } from '../pagination';
-import { newPairingCode, normalizePairingCode } from './pairing-code';
+import { normalizePairingCode } from './pairing-code';
+import { toSession, type Session } from './session-object';
+import type { SessionAgent, SessionAgentDirectory } from './session-agents';
 import {
   expireDueSessions,
   findSession,
   findSessionByCode,
   findSessionsAwayWithTask,
-  insertSession,
+  insertSessionWithNewCode,
   listSessions,
   readSessionObject,
-  type NewSessionRow,
   type SessionObjectRow,
   touchSession,
   updateSession,
@@ -31,59 +31,12 @@ import {
   type SessionRow,
 } from './sessions.repository';
 
+// Where they were first written; importers keep working.
+export { toSession, type Session } from './session-object';
+export type { SessionAgent, SessionAgentDirectory } from './session-agents';
+
 /** An unused code (or a computer gone this long) expires; a machine session's does not (see `idleExpiry`). */
 export const SESSION_IDLE_EXPIRY_MS = 72 * 3600 * 1000;
-
-/** The spec's Session object. */
-export interface Session {
-  object: 'session';
-  session_id: string;
-  code: string;
-  agent_id: string;
-  invite_url: string;
-  status: SessionRow['status'];
-  device: DeviceInfo | null;
-  metadata: Record<string, string>;
-  created_at: string;
-  paired_at: string | null;
-  last_active_at: string | null;
-  expires_at: string | null;
-  task_count: number;
-  latest_task_id: string | null;
-}
-
-/** The API object of a person session (the API shows no other kind, and only they have an invite link). */
-export function toSession(row: SessionObjectRow): Session {
-  return {
-    object: 'session',
-    session_id: row.code,
-    code: row.code,
-    agent_id: row.agent_id,
-    invite_url: row.invite_url!,
-    status: row.status,
-    device: row.device,
-    metadata: row.metadata,
-    created_at: isoTimestamp(row.created_at),
-    paired_at: isoTimestamp(row.paired_at),
-    last_active_at: isoTimestamp(row.last_active_at),
-    expires_at: isoTimestamp(row.expires_at),
-    task_count: row.task_count,
-    latest_task_id: row.latest_task_id,
-  };
-}
-
-/** What sessions need to know of an agent: which one, and what the person is shown. */
-export interface SessionAgent {
-  agentId: string;
-  displayName: string;
-  greeting: string;
-  inviteUrlTemplate: string;
-}
-
-export interface SessionAgentDirectory {
-  /** The agent (the org's default when `agentId` is null), or throws 404. */
-  forSession(orgId: string, agentId: string | null): Promise<SessionAgent>;
-}
 
 /** Why a computer's connection was refused, in words the app can show. */
 export class ConnectRefused extends Error {
@@ -171,7 +124,7 @@ export class SessionsService {
     const token = generateSessionToken();
     const now = this.deps.clock.now();
     const row = await this.deps.db.transaction(async (trx) => {
-      const inserted = await insertWithNewCode(trx, (code) => ({
+      const inserted = await insertSessionWithNewCode(trx, (code) => ({
         code,
         org_id: auth.orgId,
         agent_id: agent.agentId,
@@ -206,7 +159,7 @@ export class SessionsService {
     const agent = await this.deps.agents.forSession(input.orgId, input.agentId ?? null);
     const now = this.deps.clock.now();
     const session = await db.transaction(async (trx) => {
-      const inserted = await insertWithNewCode(trx, (code) => ({
+      const inserted = await insertSessionWithNewCode(trx, (code) => ({
         code,
         org_id: input.orgId,
         agent_id: agent.agentId,
@@ -437,16 +390,3 @@ export class SessionsService {
   }
 }
 
-/**
- * Inserts the session `rowFor` makes for a new pairing code, drawing another code on the (very
- * rare) collision; each attempt in a savepoint, so that a collision does not abort `trx`.
- */
-async function insertWithNewCode(trx: Knex.Transaction, rowFor: (code: string) => NewSessionRow): Promise<SessionRow> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await trx.transaction((savepoint) => insertSession(savepoint, rowFor(newPairingCode())));
-    } catch (error) {
-      if ((error as { code?: string }).code !== '23505' || attempt >= 5) throw error;
-    }
-  }
-}

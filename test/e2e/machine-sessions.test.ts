@@ -118,8 +118,8 @@ describe('machine sessions end to end (reference desktop client, scripted model)
     const { row } = await createOn(code, script('open Notes', `type "Code: ${SECRET}"`, 'ask "Did you type it?"', 'done "Typed by the person"'), {
       secrets: [SECRET],
     });
-    // The question comes once the person typed the secret; the team answers it.
-    const asked = await follow(service, org.key, row.id, (task) => task.pending?.type === 'question');
+    // The agent goes on while the person types; the question holds the task until the person has typed, then the team answers.
+    const asked = await follow(service, org.key, row.id, (task, events) => task.pending?.type === 'question' && events.some((event) => event.type === 'secret_typed'));
     const answered = await service.api(org.key, 'POST', `/v1/tasks/${row.id}/respond`, { question_id: asked.task.pending.question_id, answer: 'yes' });
     expect(answered.status).to.equal(200);
     const { task, events } = await follow(service, org.key, row.id);

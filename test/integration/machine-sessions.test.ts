@@ -23,7 +23,8 @@ describe('machine sessions: expiry', () => {
       expect(offline).to.include({ status: 'disconnected', expires_at: null });
 
       clock.advance(SESSION_IDLE_EXPIRY_MS * 10);
-      expect(await container.sessions.expireDue()).to.equal(1);
+      // Other tests' sessions in this database may expire too: only these three are looked at.
+      await container.sessions.expireDue();
       expect((await container.sessions.get(org.org_id, person.session.code)).status).to.equal('expired');
       for (const code of [unused.code, gone.code]) expect((await container.db('sessions').where({ code }).first()).status).to.not.equal('expired');
       // Both still pair, however late.
