@@ -51,7 +51,6 @@ export interface TasksDeps {
   logger: Logger;
 }
 
-
 /** What a follower is answered: the events after its cursor, the cursor to ask from next, the task. */
 export interface FollowAnswer {
   data: TaskEvent[];
