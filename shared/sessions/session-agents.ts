@@ -1,5 +1,17 @@
 import type { AgentService } from '../agents/agents.service';
-import type { SessionAgentDirectory } from './sessions.service';
+
+/** What sessions need to know of an agent: which one, and what the person is shown. */
+export interface SessionAgent {
+  agentId: string;
+  displayName: string;
+  greeting: string;
+  inviteUrlTemplate: string;
+}
+
+export interface SessionAgentDirectory {
+  /** The agent (the org's default when `agentId` is null), or throws 404. */
+  forSession(orgId: string, agentId: string | null): Promise<SessionAgent>;
+}
 
 /** The name the person sees when an agent has no `display_name` of its own. */
 export const SERVICE_DISPLAY_NAME = 'Deskhand';

@@ -50,7 +50,7 @@ export class SessionTokenAuth {
    * Resolves the `Authorization` header (and `code`, needed with an API key) to its caller, or
    * throws: 401 for a missing, unknown or expired session token or a bad API key; 400 for an API
    * key without `code`, or a `code` other than the session token's own; 404 for a code the API
-   * key's org does not have.
+   * key's org does not have, or that belongs to a machine session.
    */
   async authenticate(header: string | undefined, code: string | undefined): Promise<LegacyCaller> {
     if (!header) {
@@ -63,7 +63,8 @@ export class SessionTokenAuth {
     if (code === undefined) throw invalidRequest('code is required with an org API key: it names the session to act on');
     const normalized = normalizePairingCode(code);
     const session = normalized ? await findSession(this.deps.db, auth.orgId, normalized) : undefined;
-    if (!session) throw notFound(`No session ${code}`);
+    // A machine session is the service's own: the older API does not know it (it has no token either).
+    if (!session || session.kind !== 'person') throw notFound(`No session ${code}`);
     return { orgId: auth.orgId, session, via: 'api_key', actor: auth.actor, tasksAuth: auth };
   }
 

@@ -3,16 +3,27 @@ import { keyedReader } from '../db/batched-reads';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { WithIsoTimestamps } from '../db/timestamps';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
+import { newPairingCode } from './pairing-code';
 
 export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
+/**
+ * `person`: made through the API for a person's desktop app (invite link, older-API token).
+ * `machine`: minted by the service for a computer a runner makes (neither); see docs/desktop-protocol.md.
+ */
+export type SessionKind = 'person' | 'machine';
 
 export interface SessionRow extends Record<string, unknown> {
   seq: number;
   code: string;
   org_id: string;
   agent_id: string;
-  token_hash: string;
-  invite_url: string;
+  kind: SessionKind;
+  /** What a machine session's maker calls it; null for person sessions. */
+  label: string | null;
+  /** Null exactly for machine sessions (the `sessions_kind` check). */
+  token_hash: string | null;
+  /** Null exactly for machine sessions (the `sessions_kind` check). */
+  invite_url: string | null;
   status: SessionStatus;
   device: DeviceInfo | null;
   capabilities: Capabilities | null;
@@ -28,11 +39,28 @@ export interface SessionRow extends Record<string, unknown> {
 
 type Db = Knex | Knex.Transaction;
 
-export async function insertSession(db: Db, row: Omit<SessionRow, 'seq' | 'connection_epoch' | 'task_count' | 'latest_task_id' | 'paired_at' | 'last_active_at' | 'device' | 'capabilities' | 'status'>): Promise<SessionRow> {
+export type NewSessionRow = Omit<SessionRow, 'seq' | 'connection_epoch' | 'task_count' | 'latest_task_id' | 'paired_at' | 'last_active_at' | 'device' | 'capabilities' | 'status' | 'kind' | 'label'> &
+  Partial<Pick<SessionRow, 'kind' | 'label'>>;
+
+export async function insertSession(db: Db, row: NewSessionRow): Promise<SessionRow> {
   const [inserted] = await db<SessionRow>('sessions')
     .insert({ ...row, metadata: JSON.stringify(row.metadata) as unknown as Record<string, string> })
     .returning('*');
   return inserted!;
+}
+
+/**
+ * Inserts the session `rowFor` makes for a new pairing code, drawing another code on the (very
+ * rare) collision; each attempt in a savepoint, so that a collision does not abort `trx`.
+ */
+export async function insertSessionWithNewCode(trx: Knex.Transaction, rowFor: (code: string) => NewSessionRow): Promise<SessionRow> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await trx.transaction((savepoint) => insertSession(savepoint, rowFor(newPairingCode())));
+    } catch (error) {
+      if ((error as { code?: string }).code !== '23505' || attempt >= 5) throw error;
+    }
+  }
 }
 
 export async function findSession(db: Db, orgId: string, code: string): Promise<SessionRow | undefined> {
@@ -58,14 +86,27 @@ export async function updateSession(db: Db, code: string, changes: Partial<Sessi
   return row!;
 }
 
+/** A task was created on the session: it counts, and is the session's latest. */
+export async function recordSessionTask(db: Db, code: string, taskId: string): Promise<void> {
+  await db('sessions').where({ code }).update({ task_count: db.raw('task_count + 1'), latest_task_id: taskId });
+}
+
+/** Records activity of a connected computer. */
+export async function touchSession(db: Db, code: string, now: Date): Promise<void> {
+  await db('sessions').where({ code, status: 'connected' }).update({ last_active_at: now });
+}
+
 export interface SessionFilter {
   status?: SessionStatus;
   agentId?: string;
 }
 
-/** The columns the API's Session object is made of (not the token's hash, the capabilities, the epoch). */
+/**
+ * The columns the API's Session object is made of (not the token's hash, the capabilities, the
+ * epoch), and the kind: the API shows person sessions only.
+ */
 export const SESSION_OBJECT_COLUMNS = [
-  'seq', 'code', 'org_id', 'agent_id', 'invite_url', 'status', 'device', 'metadata', 'created_at', 'paired_at', 'last_active_at', 'expires_at', 'task_count', 'latest_task_id',
+  'seq', 'code', 'org_id', 'agent_id', 'kind', 'invite_url', 'status', 'device', 'metadata', 'created_at', 'paired_at', 'last_active_at', 'expires_at', 'task_count', 'latest_task_id',
 ] as const;
 /** Of those, the timestamps: the API's reads have them as its text (shared/db/timestamps.ts). */
 const SESSION_OBJECT_TIMESTAMPS = ['created_at', 'paired_at', 'last_active_at', 'expires_at'] as const;
@@ -81,7 +122,8 @@ export function listSessions<T>(db: Knex, orgId: string, filter: SessionFilter, 
     db,
     { table: 'sessions', columns: SESSION_OBJECT_COLUMNS, timestamps: SESSION_OBJECT_TIMESTAMPS },
     orgId,
-    { status: filter.status || undefined, agent_id: filter.agentId || undefined },
+    // Machine sessions are the service's own (docs/desktop-protocol.md, "Session kinds").
+    { kind: 'person', status: filter.status || undefined, agent_id: filter.agentId || undefined },
     page,
     toObject,
   );

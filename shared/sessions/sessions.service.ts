@@ -1,5 +1,4 @@
 import type { Knex } from '../db/knex';
-import { isoTimestamp } from '../db/timestamps';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import type { Actor } from '../audit/actor';
@@ -14,73 +13,30 @@ import { appendOrgEvent, dispatchOrgEvents } from '../events/org-events';
 import { generateSessionToken, hashSecret } from '../api-keys/key-format';
 import { notFound } from '../errors';
 import type { Page, PageRequest } from '../pagination';
-import { newPairingCode, normalizePairingCode } from './pairing-code';
+import { normalizePairingCode } from './pairing-code';
+import { toSession, type Session } from './session-object';
+import type { SessionAgent, SessionAgentDirectory } from './session-agents';
 import {
   expireDueSessions,
   findSession,
   findSessionByCode,
   findSessionsAwayWithTask,
-  insertSession,
+  insertSessionWithNewCode,
   listSessions,
   readSessionObject,
   type SessionObjectRow,
+  touchSession,
   updateSession,
   type SessionFilter,
   type SessionRow,
 } from './sessions.repository';
 
-/** An unused code (or a computer gone this long) expires. */
+// Where they were first written; importers keep working.
+export { toSession, type Session } from './session-object';
+export type { SessionAgent, SessionAgentDirectory } from './session-agents';
+
+/** An unused code (or a computer gone this long) expires; a machine session's does not (see `idleExpiry`). */
 export const SESSION_IDLE_EXPIRY_MS = 72 * 3600 * 1000;
-
-/** The spec's Session object. */
-export interface Session {
-  object: 'session';
-  session_id: string;
-  code: string;
-  agent_id: string;
-  invite_url: string;
-  status: SessionRow['status'];
-  device: DeviceInfo | null;
-  metadata: Record<string, string>;
-  created_at: string;
-  paired_at: string | null;
-  last_active_at: string | null;
-  expires_at: string | null;
-  task_count: number;
-  latest_task_id: string | null;
-}
-
-export function toSession(row: SessionObjectRow): Session {
-  return {
-    object: 'session',
-    session_id: row.code,
-    code: row.code,
-    agent_id: row.agent_id,
-    invite_url: row.invite_url,
-    status: row.status,
-    device: row.device,
-    metadata: row.metadata,
-    created_at: isoTimestamp(row.created_at),
-    paired_at: isoTimestamp(row.paired_at),
-    last_active_at: isoTimestamp(row.last_active_at),
-    expires_at: isoTimestamp(row.expires_at),
-    task_count: row.task_count,
-    latest_task_id: row.latest_task_id,
-  };
-}
-
-/** What sessions need to know of an agent: which one, and what the person is shown. */
-export interface SessionAgent {
-  agentId: string;
-  displayName: string;
-  greeting: string;
-  inviteUrlTemplate: string;
-}
-
-export interface SessionAgentDirectory {
-  /** The agent (the org's default when `agentId` is null), or throws 404. */
-  forSession(orgId: string, agentId: string | null): Promise<SessionAgent>;
-}
 
 /** Why a computer's connection was refused, in words the app can show. */
 export class ConnectRefused extends Error {
@@ -90,6 +46,19 @@ export class ConnectRefused extends Error {
   ) {
     super(message);
   }
+}
+
+/** What the service mints a machine session with (`SessionsService.createMachineSession`). */
+export interface MachineSessionInput {
+  orgId: string;
+  /** The org's default agent when left out. */
+  agentId?: string;
+  metadata?: Record<string, string>;
+  /** What the machine is, for the audit log and people reading it (e.g. "try 3 of run X"). */
+  label?: string;
+  /** Recorded in the audit log; null (the service itself) when left out. */
+  actor?: Actor;
+  requestId?: string;
 }
 
 /** Work other domains do when a session's computer goes away (the running task stops or fails). */
@@ -133,8 +102,18 @@ export class SessionsService {
     return new Date(now.getTime() + SESSION_IDLE_EXPIRY_MS);
   }
 
-  /** Puts (or moves) the delayed job that expires `code` at `at`; the sweep covers a lost job. */
-  private async scheduleExpiry(code: string, at: Date, generation: number): Promise<void> {
+  /**
+   * When a session whose computer is not connected expires if nobody uses it: 72 hours on for
+   * a person's; never for a machine's, whose runner may take long to make it (or to bring it
+   * back) and which ends only when the service ends it (`endMachineSession`).
+   */
+  private idleExpiry(row: Pick<SessionRow, 'kind'>, now: Date): Date | null {
+    return row.kind === 'machine' ? null : this.expiryFrom(now);
+  }
+
+  /** Puts (or moves) the delayed job that expires `code` at `at` (none for null); the sweep covers a lost job. */
+  private async scheduleExpiry(code: string, at: Date | null, generation: number): Promise<void> {
+    if (!at) return;
     const delay = Math.max(0, at.getTime() - this.deps.clock.now().getTime());
     await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.maintenance, 'expire-session', { code }, { jobId: jobId('expire', code, generation), delay });
   }
@@ -145,44 +124,70 @@ export class SessionsService {
     const token = generateSessionToken();
     const now = this.deps.clock.now();
     const row = await this.deps.db.transaction(async (trx) => {
-      for (let attempt = 0; ; attempt++) {
-        const code = newPairingCode();
-        try {
-          // A savepoint, so that a (very rare) code collision does not abort the transaction.
-          const inserted = await trx.transaction((savepoint) =>
-            insertSession(savepoint, {
-              code,
-              org_id: auth.orgId,
-              agent_id: agent.agentId,
-              token_hash: hashSecret(token),
-              invite_url: agent.inviteUrlTemplate.split('{code}').join(code),
-              metadata: input.metadata ?? {},
-              created_at: now,
-              expires_at: this.expiryFrom(now),
-            }),
-          );
-          await recordAudit(trx, {
-            orgId: auth.orgId,
-            actor: auth.actor,
-            action: 'session.created',
-            objectType: 'session',
-            objectId: code,
-            data: { agent_id: agent.agentId },
-            requestId,
-          });
-          return inserted;
-        } catch (error) {
-          if ((error as { code?: string }).code !== '23505' || attempt >= 5) throw error;
-        }
-      }
+      const inserted = await insertSessionWithNewCode(trx, (code) => ({
+        code,
+        org_id: auth.orgId,
+        agent_id: agent.agentId,
+        token_hash: hashSecret(token),
+        invite_url: agent.inviteUrlTemplate.split('{code}').join(code),
+        metadata: input.metadata ?? {},
+        created_at: now,
+        expires_at: this.expiryFrom(now),
+      }));
+      await recordAudit(trx, {
+        orgId: auth.orgId,
+        actor: auth.actor,
+        action: 'session.created',
+        objectType: 'session',
+        objectId: inserted.code,
+        data: { agent_id: agent.agentId },
+        requestId,
+      });
+      return inserted;
     });
-    await this.scheduleExpiry(row.code, row.expires_at!, 0);
+    await this.scheduleExpiry(row.code, row.expires_at, 0);
     return { session: toSession(row), token };
+  }
+
+  /**
+   * Mints a machine session: a pairing code the machine's desktop client says hello with, as a
+   * person's app does, but no invite link, no token for the older API, and no idle expiry. It
+   * is the service's own object: the API's session endpoints, the older API and the invite page
+   * do not know it. Written in `db`'s transaction when it is one (a savepoint), else in its own.
+   */
+  async createMachineSession(db: Knex | Knex.Transaction, input: MachineSessionInput): Promise<{ session: SessionRow; code: string }> {
+    const agent = await this.deps.agents.forSession(input.orgId, input.agentId ?? null);
+    const now = this.deps.clock.now();
+    const session = await db.transaction(async (trx) => {
+      const inserted = await insertSessionWithNewCode(trx, (code) => ({
+        code,
+        org_id: input.orgId,
+        agent_id: agent.agentId,
+        kind: 'machine',
+        label: input.label ?? null,
+        token_hash: null,
+        invite_url: null,
+        metadata: input.metadata ?? {},
+        created_at: now,
+        expires_at: null,
+      }));
+      await recordAudit(trx, {
+        orgId: input.orgId,
+        actor: input.actor ?? null,
+        action: 'session.created',
+        objectType: 'session',
+        objectId: inserted.code,
+        data: { agent_id: agent.agentId, kind: 'machine', label: inserted.label },
+        requestId: input.requestId,
+      });
+      return inserted;
+    });
+    return { session, code: session.code };
   }
 
   async get(orgId: string, code: string): Promise<Session> {
     const row = await readSessionObject(this.deps.db, orgId, code);
-    if (!row) throw notFound(`No session ${code}`);
+    if (!row || row.kind !== 'person') throw notFound(`No session ${code}`);
     return toSession(row);
   }
 
@@ -204,7 +209,7 @@ export class SessionsService {
     const now = this.deps.clock.now();
     const { row, eventId } = await this.deps.db.transaction(async (trx) => {
       const current = await findSessionByCode(trx, code, true);
-      if (!current || current.org_id !== auth.orgId) throw notFound(`No session ${code}`);
+      if (!current || current.org_id !== auth.orgId || current.kind !== 'person') throw notFound(`No session ${code}`);
       if (current.status !== 'connected') return { row: current, eventId: null };
       const updated = await updateSession(trx, code, {
         status: 'disconnected',
@@ -213,7 +218,7 @@ export class SessionsService {
         expires_at: this.expiryFrom(now),
       });
       await recordAudit(trx, { orgId: auth.orgId, actor: auth.actor, action: 'session.disconnected', objectType: 'session', objectId: code, requestId });
-      const id = await appendOrgEvent(trx, { orgId: auth.orgId, type: 'session.disconnected', sessionId: code, data: { session: toSession(updated) } });
+      const id = await this.sessionOrgEvent(trx, updated, 'session.disconnected');
       return { row: updated, eventId: id };
     });
     if (eventId) {
@@ -225,20 +230,39 @@ export class SessionsService {
 
   /** The team ends the session: code and token stop working, a running task stops. */
   async expire(auth: AuthContext, code: string, requestId: string): Promise<Session> {
+    const row = await this.end(code, (current) => current.org_id === auth.orgId && current.kind === 'person', { actor: auth.actor, requestId });
+    return toSession(row);
+  }
+
+  /**
+   * The service ends a machine session (its runner is done with the machine, or gave up making
+   * it): the code stops working, a running task stops, a connected machine is let go. The only
+   * way a machine session expires. 404 for a code of another org or of a person's session.
+   */
+  async endMachineSession(orgId: string, code: string, audit: { actor?: Actor; requestId?: string; reason?: string } = {}): Promise<SessionRow> {
+    return this.end(code, (current) => current.org_id === orgId && current.kind === 'machine', {
+      actor: audit.actor ?? null,
+      requestId: audit.requestId,
+      data: audit.reason ? { reason: audit.reason } : undefined,
+    });
+  }
+
+  /** Expires the session `owns` accepts (404 for any other), once; the audit row commits with it. */
+  private async end(code: string, owns: (row: SessionRow) => boolean, audit: { actor: Actor; requestId?: string; data?: Record<string, unknown> }): Promise<SessionRow> {
     const now = this.deps.clock.now();
     const { row, changed, wasConnected } = await this.deps.db.transaction(async (trx) => {
       const current = await findSessionByCode(trx, code, true);
-      if (!current || current.org_id !== auth.orgId) throw notFound(`No session ${code}`);
+      if (!current || !owns(current)) throw notFound(`No session ${code}`);
       if (current.status === 'expired') return { row: current, changed: false, wasConnected: false };
       const updated = await updateSession(trx, code, { status: 'expired', expires_at: now, connection_epoch: current.connection_epoch + 1 });
-      await recordAudit(trx, { orgId: auth.orgId, actor: auth.actor, action: 'session.expired', objectType: 'session', objectId: code, requestId });
+      await recordAudit(trx, { orgId: current.org_id, actor: audit.actor, action: 'session.expired', objectType: 'session', objectId: code, data: audit.data, requestId: audit.requestId });
       return { row: updated, changed: true, wasConnected: current.status === 'connected' };
     });
     if (changed) {
       if (wasConnected) this.deps.link.release(code, 'This session has ended.');
       await this.computerGone(row, 'expired');
     }
-    return toSession(row);
+    return row;
   }
 
   /**
@@ -264,15 +288,15 @@ export class SessionsService {
         last_active_at: now,
         expires_at: null,
       });
-      const id = await appendOrgEvent(trx, { orgId: updated.org_id, type: 'session.connected', sessionId: code, data: { session: toSession(updated) } });
+      const id = await this.sessionOrgEvent(trx, updated, 'session.connected');
       return { row: updated, eventId: id };
     });
-    await dispatchOrgEvents(this.deps.queues, [eventId]);
+    await dispatchOrgEvents(this.deps.queues, eventId ? [eventId] : []);
     const agent = await this.deps.agents.forSession(row.org_id, row.agent_id).catch(() => ({
       agentId: row.agent_id,
       displayName: '',
       greeting: '',
-      inviteUrlTemplate: row.invite_url,
+      inviteUrlTemplate: row.invite_url ?? '',
     }));
     return { session: row, epoch: row.connection_epoch, agent };
   }
@@ -287,19 +311,28 @@ export class SessionsService {
     const result = await this.deps.db.transaction(async (trx) => {
       const current = await findSessionByCode(trx, code, true);
       if (!current || current.status !== 'connected' || current.connection_epoch !== epoch) return null;
-      const updated = await updateSession(trx, code, { status: 'disconnected', last_active_at: now, expires_at: this.expiryFrom(now) });
-      const eventId = await appendOrgEvent(trx, { orgId: updated.org_id, type: 'session.disconnected', sessionId: code, data: { session: toSession(updated) } });
+      const updated = await updateSession(trx, code, { status: 'disconnected', last_active_at: now, expires_at: this.idleExpiry(current, now) });
+      const eventId = await this.sessionOrgEvent(trx, updated, 'session.disconnected');
       return { row: updated, eventId };
     });
     if (result) await this.afterOffline(result.row, result.eventId, 'offline');
   }
 
   /**
+   * The org event (for webhooks) of a person session's change; none for a machine session,
+   * which the org's API does not show (docs/desktop-protocol.md, "Session kinds").
+   */
+  private async sessionOrgEvent(trx: Knex.Transaction, row: SessionRow, type: 'session.connected' | 'session.disconnected'): Promise<string | null> {
+    if (row.kind !== 'person') return null;
+    return appendOrgEvent(trx, { orgId: row.org_id, type, sessionId: row.code, data: { session: toSession(row) } });
+  }
+
+  /**
    * After a disconnect commits: deliver its event, stop the running task (released) or give the
    * computer the reconnect grace to come back (offline), schedule the code's expiry.
    */
-  private async afterOffline(row: SessionRow, eventId: string, why: 'offline' | 'released'): Promise<void> {
-    await dispatchOrgEvents(this.deps.queues, [eventId]);
+  private async afterOffline(row: SessionRow, eventId: string | null, why: 'offline' | 'released'): Promise<void> {
+    await dispatchOrgEvents(this.deps.queues, eventId ? [eventId] : []);
     const grace = this.deps.reconnectGraceMs;
     if (why === 'released' || grace === 0) {
       await this.computerGone(row, why);
@@ -311,20 +344,20 @@ export class SessionsService {
         delay: grace + GRACE_CHECK_SLACK_MS,
       });
     }
-    await this.scheduleExpiry(row.code, row.expires_at!, row.connection_epoch);
+    await this.scheduleExpiry(row.code, row.expires_at, row.connection_epoch);
   }
 
-  /** What the invite page shows for a code; null when no session has it. */
+  /** What the invite page shows for a code; null when no person's session has it (a machine has no invite). */
   async invite(code: string): Promise<{ status: SessionRow['status']; agent: SessionAgent } | null> {
     const row = await findSessionByCode(this.deps.db, code);
-    if (!row) return null;
+    if (!row || row.kind !== 'person') return null;
     const agent = await this.deps.agents.forSession(row.org_id, row.agent_id);
     return { status: row.status, agent };
   }
 
   /** Records activity of a connected computer. */
   async touch(code: string): Promise<void> {
-    await this.deps.db('sessions').where({ code, status: 'connected' }).update({ last_active_at: this.deps.clock.now() });
+    await touchSession(this.deps.db, code, this.deps.clock.now());
   }
 
   /**
@@ -356,3 +389,4 @@ export class SessionsService {
     return expired.length;
   }
 }
+

@@ -41,6 +41,8 @@ export interface TaskRow extends Record<string, unknown> {
   prompt: string;
   request_id: string | null;
   metadata: Record<string, string>;
+  /** Values the guardrails treat as secrets for this task (shared/tasks/create-task.ts); never shown. */
+  secrets: string[] | null;
   status: TaskStatus;
   result: string | null;
   error: string | null;

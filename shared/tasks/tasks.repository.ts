@@ -64,7 +64,8 @@ const ROW_HINT_MAX_CHARS = 32 * 1024;
  * again on the locked row. Null when the row is too large to carry. (Jobs carry ids only.)
  */
 export function rowHint(row: TaskRow): (TaskRow & { row_version: string }) | null {
-  if (!row.row_version) return null;
+  // A task's secrets do not travel through Redis: the receiver reads the row.
+  if (!row.row_version || row.secrets) return null;
   return JSON.stringify(row).length <= ROW_HINT_MAX_CHARS ? (row as TaskRow & { row_version: string }) : null;
 }
 

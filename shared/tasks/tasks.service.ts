@@ -5,19 +5,17 @@ import type { Caller } from '../audit/actor';
 import type { AgentService } from '../agents/agents.service';
 import type { ModelRegistry } from '../models/catalog';
 import { recordAudit } from '../audit/audit.repository';
-import { ApiError, conflict, invalidRequest, notFound } from '../errors';
-import { newId } from '../ids';
+import { invalidRequest, notFound } from '../errors';
 import type { Page, PageRequest } from '../pagination';
 import { findSession } from '../sessions/sessions.repository';
-import { stepJobId, type RespondInput, type TaskLoop } from './loop';
+import type { RespondInput, TaskLoop } from './loop';
+import { assertSessionTakesTask, createTask, createTaskInTransaction, type CreatedTask, type CreateTaskDeps, type CreateTaskInput } from './create-task';
 import { isDone, toTask, type Task, type TaskEvent } from './task-object';
 
 export type { TaskEvent };
 import {
-  findActiveTask,
   findTask,
   findTaskByRequestId,
-  insertTask,
   listTasks,
   readTaskObject,
   type TaskObjectRow,
@@ -45,22 +43,27 @@ export interface TasksDeps {
   logger: Logger;
 }
 
-const UNIQUE_VIOLATION = '23505';
 
 /**
  * Starting, reading and steering tasks; the loop itself is `TaskLoop`, and following a task (the
  * long polls) is `TaskFollowers`'.
  */
 export class TasksService {
-  constructor(private readonly deps: TasksDeps) {}
+  /** What `createTask` needs of this service's dependencies. */
+  private readonly createDeps: CreateTaskDeps;
+
+  constructor(private readonly deps: TasksDeps) {
+    this.createDeps = { db: deps.db, clock: deps.clock, models: deps.models, enqueueFirstStep: (taskId) => deps.loop.enqueueFirstStep(taskId) };
+  }
 
   toTask(row: TaskObjectRow): Task {
     return toTask(row, this.deps.baseUrl, this.deps.clock.now());
   }
 
   /**
-   * Starts a task on a connected session. The same `request_id` returns the same task (also
-   * under concurrent retries); one task at a time per computer, settled by a unique index.
+   * Starts a task on a connected person's session (`createTask` does the writing). The same
+   * `request_id` returns the same task (also under concurrent retries); one task at a time per
+   * computer, settled by a unique index. A machine session is not the API's: 404.
    */
   async start(auth: Caller, sessionCode: string, input: StartTaskInput, requestId: string): Promise<Task> {
     if (input.request_id) {
@@ -68,68 +71,33 @@ export class TasksService {
       if (existing) return this.toTask(existing);
     }
     const session = await findSession(this.deps.db, auth.orgId, sessionCode);
-    if (!session || session.status === 'expired') throw notFound(`No session ${sessionCode}`);
-    if (session.status !== 'connected') {
-      throw conflict(`No computer is connected to session ${sessionCode}; the person must enter the code in the app first`, 'not_connected');
-    }
+    if (!session || session.kind !== 'person') throw notFound(`No session ${sessionCode}`);
+    // Before the agent is read: a session without a computer is refused whatever the agent.
+    assertSessionTakesTask(session);
     const agent = await this.deps.agents.resolveForTask(auth.orgId, input.agent_id ?? session.agent_id, input.agent_version === 'draft' ? 'draft' : 'published');
-    if (!this.deps.models.isAvailable(agent.model)) {
-      const reason = this.deps.models.unavailableReason(agent.model) ?? `The model ${agent.model} cannot run on this server`;
-      throw new ApiError('server_error', reason, { status: 503, code: 'model_unavailable' });
-    }
-    const now = this.deps.clock.now();
-    try {
-      const taskId = newId('task');
-      const row = await this.deps.db.transaction(async (trx) => {
-        const inserted = await insertTask(trx, {
-          id: taskId,
-          org_id: auth.orgId,
-          session_id: session.code,
-          agent_id: agent.agent_id,
-          agent_version: agent.version,
-          agent_draft: agent.draft,
-          agent_config: agent.config,
-          // A retired id with a configured successor runs as its successor (docs/models.md).
-          model: this.deps.models.resolve(agent.model),
-          effort: agent.effort,
-          prompt: input.prompt,
-          request_id: input.request_id ?? null,
-          metadata: input.metadata ?? {},
-          status: 'queued',
-          phase: 'model',
-          current_job_id: stepJobId(taskId, 1),
-          created_at: now,
-          updated_at: now,
-        });
-        await trx('sessions').where({ code: session.code }).update({ task_count: trx.raw('task_count + 1'), latest_task_id: inserted.id });
-        await recordAudit(trx, {
-          orgId: auth.orgId,
-          actor: auth.actor,
-          action: 'task.created',
-          objectType: 'task',
-          objectId: inserted.id,
-          data: { session_id: session.code, agent_id: agent.agent_id, agent_version: agent.version, agent_draft: agent.draft },
-          requestId,
-        });
-        return inserted;
-      });
-      await this.deps.loop.enqueueFirstStep(row.id);
-      return this.toTask(row);
-    } catch (error) {
-      if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
-      // A concurrent retry with the same request_id may collide on either unique index; PostgreSQL
-      // has waited for it to commit, so its task is visible now.
-      if (input.request_id) {
-        const existing = await findTaskByRequestId(this.deps.db, auth.orgId, input.request_id);
-        if (existing) return this.toTask(existing);
-      }
-      const active = await findActiveTask(this.deps.db, session.code);
-      throw conflict(
-        `A task is already running on this computer${active ? ` (${active.id})` : ''}; follow it or stop it first`,
-        'task_running',
-        active ? { active_task_id: active.id } : undefined,
-      );
-    }
+    const { row } = await this.create({
+      session,
+      agent,
+      prompt: input.prompt,
+      request_id: input.request_id,
+      metadata: input.metadata,
+      actor: auth.actor,
+      auditRequestId: requestId,
+    });
+    return this.toTask(row);
+  }
+
+  /**
+   * Creates a task on a session the caller resolved (a machine session included), with an agent
+   * version it resolved: `createTask` with this service's dependencies.
+   */
+  create(input: CreateTaskInput): Promise<CreatedTask> {
+    return createTask(this.createDeps, input);
+  }
+
+  /** As `create`, in the caller's transaction: the caller runs `afterCommit` once it commits. */
+  createInTransaction(trx: Knex.Transaction, input: CreateTaskInput): ReturnType<typeof createTaskInTransaction> {
+    return createTaskInTransaction(trx, this.createDeps, input);
   }
 
   async getRow(orgId: string, taskId: string): Promise<TaskRow> {

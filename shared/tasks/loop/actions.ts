@@ -70,6 +70,7 @@ export async function sendNextAction(deps: TaskLoopDeps, change: TaskChange): Pr
             action,
             addressBar: guard.addressBar ?? null,
             declaredCategory: guard.stepDeclared?.category ?? null,
+            secrets: row.secrets ?? undefined,
           }),
           guard.stepDeclared ?? null,
           guard.addressBar ?? null,

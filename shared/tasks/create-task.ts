@@ -1,0 +1,203 @@
+import type { Knex } from '../db/knex';
+import type { Clock } from '../clock';
+import type { Actor } from '../audit/actor';
+import type { AgentForTask } from '../agents/agents.service';
+import type { AgentConfig } from '../agents/agent-config';
+import type { ModelRegistry } from '../models/catalog';
+import type { SessionRow } from '../sessions/sessions.repository';
+import { recordAudit } from '../audit/audit.repository';
+import { ApiError, conflict, invalidRequest, notFound } from '../errors';
+import { GUARDRAIL_LIMITS } from '../guardrails/guardrails.types';
+import { newId } from '../ids';
+import { recordSessionTask } from '../sessions/sessions.repository';
+import { stepJobId } from './loop';
+import { findActiveTask, findTaskByRequestId, insertTask, type TaskRow } from './tasks.repository';
+
+/**
+ * Creating a task, whoever asks: `POST /v1/sessions/{id}/tasks`, the older API's `/start`, and
+ * (later) evals on a machine session. The task row, the session's counters and the audit row
+ * commit together; the first step is queued after the commit (a job carries ids, and its
+ * processor must find the row). Which session and agent version are the caller's to resolve.
+ */
+
+export interface CreateTaskDeps {
+  db: Knex;
+  clock: Clock;
+  models: Pick<ModelRegistry, 'isAvailable' | 'unavailableReason' | 'resolve'>;
+  /** Queues step 1 (`TaskLoop.enqueueFirstStep`); when Redis does not take it, the sweep does later. */
+  enqueueFirstStep: (taskId: string) => Promise<unknown>;
+}
+
+/** Limits of one task; each overrides the agent version's `guardrails.max_steps` / `max_minutes` for it. */
+export interface TaskLimits {
+  steps?: number;
+  minutes?: number;
+}
+
+export interface CreateTaskInput {
+  /** The session the task runs on; it must be connected. */
+  session: Pick<SessionRow, 'code' | 'org_id' | 'status' | 'kind'>;
+  /** What `AgentService.resolveForTask` returned. */
+  agent: AgentForTask;
+  prompt: string;
+  limits?: TaskLimits;
+  /**
+   * Values the task must treat as secrets (e.g. an eval's `{ secret }` facts): the guardrails
+   * hand any text holding one to the person instead of the agent typing it. Kept on the task row,
+   * never in its object or events.
+   */
+  secrets?: readonly string[];
+  /** The caller's idempotency key: the same one returns the task it made (also under concurrency). */
+  request_id?: string;
+  metadata?: Record<string, string>;
+  /** Who asked, for the audit row (null: the service itself, or a session token). */
+  actor: Actor;
+  /** The id of the request that asked, for the audit row. */
+  auditRequestId?: string;
+}
+
+export interface CreatedTask {
+  row: TaskRow;
+  /** False when `request_id` named a task made before: `row` is that task, and nothing was written. */
+  created: boolean;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * Creates a task in a transaction of its own and queues its first step once that commits.
+ * Throws 404 for an expired session, 409 `not_connected` when no computer is connected, 503
+ * `model_unavailable` when the agent's model cannot run here, 400 for limits out of range, and
+ * 409 `task_running` (with `active_task_id`) when the computer already has a task; a retired
+ * model with a successor runs as its successor.
+ */
+export async function createTask(deps: CreateTaskDeps, input: CreateTaskInput): Promise<CreatedTask> {
+  const task = checkedTask(deps, input);
+  try {
+    const row = await deps.db.transaction((trx) => writeTask(trx, task, input));
+    await deps.enqueueFirstStep(row.id);
+    return { row, created: true };
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    return { row: await earlierTaskOrConflict(deps.db, input), created: false };
+  }
+}
+
+/**
+ * As `createTask`, written in the caller's transaction (in a savepoint, so that a conflict
+ * leaves `trx` usable). The caller runs `afterCommit` once `trx` has committed: it queues the
+ * first step (should it never run, the reconcile sweep queues the step of a task left queued).
+ */
+export async function createTaskInTransaction(
+  trx: Knex.Transaction,
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+): Promise<CreatedTask & { afterCommit: () => Promise<unknown> }> {
+  const task = checkedTask(deps, input);
+  try {
+    const row = await trx.transaction((savepoint) => writeTask(savepoint, task, input));
+    return { row, created: true, afterCommit: () => deps.enqueueFirstStep(row.id) };
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    return { row: await earlierTaskOrConflict(trx, input), created: false, afterCommit: async () => undefined };
+  }
+}
+
+/** Throws unless a task can start on the session: 404 when it expired, 409 `not_connected` when no computer is connected. */
+export function assertSessionTakesTask(session: CreateTaskInput['session']): void {
+  if (session.status === 'expired') throw notFound(`No session ${session.code}`);
+  if (session.status !== 'connected') {
+    const who = session.kind === 'machine' ? 'the machine must say hello with its code first' : 'the person must enter the code in the app first';
+    throw conflict(`No computer is connected to session ${session.code}; ${who}`, 'not_connected');
+  }
+}
+
+/** The row of the new task, once the session, the model and the limits allow it. */
+function checkedTask(deps: CreateTaskDeps, input: CreateTaskInput): Partial<TaskRow> {
+  const { session, agent } = input;
+  assertSessionTakesTask(session);
+  if (!deps.models.isAvailable(agent.model)) {
+    const reason = deps.models.unavailableReason(agent.model) ?? `The model ${agent.model} cannot run on this server`;
+    throw new ApiError('server_error', reason, { status: 503, code: 'model_unavailable' });
+  }
+  const now = deps.clock.now();
+  const taskId = newId('task');
+  return {
+    id: taskId,
+    org_id: session.org_id,
+    session_id: session.code,
+    agent_id: agent.agent_id,
+    agent_version: agent.version,
+    agent_draft: agent.draft,
+    agent_config: withLimits(agent.config, input.limits),
+    // A retired id with a configured successor runs as its successor (docs/models.md).
+    model: deps.models.resolve(agent.model),
+    effort: agent.effort,
+    prompt: input.prompt,
+    request_id: input.request_id ?? null,
+    metadata: input.metadata ?? {},
+    secrets: input.secrets?.length ? [...input.secrets] : null,
+    status: 'queued',
+    phase: 'model',
+    current_job_id: stepJobId(taskId, 1),
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/**
+ * The agent's config as the task keeps it (its snapshot), with the task's limits in place of
+ * the version's: the loop reads its limits from the snapshot, so it needs nothing else.
+ */
+export function withLimits(config: AgentConfig, limits: TaskLimits | undefined): AgentConfig {
+  if (limits?.steps === undefined && limits?.minutes === undefined) return config;
+  const guardrails = { ...config.guardrails };
+  if (limits.steps !== undefined) guardrails.max_steps = limitValue(limits.steps, GUARDRAIL_LIMITS.maxSteps, 'limits.steps');
+  if (limits.minutes !== undefined) guardrails.max_minutes = limitValue(limits.minutes, GUARDRAIL_LIMITS.maxMinutes, 'limits.minutes');
+  return { ...config, guardrails };
+}
+
+/** A limit within the range an agent's own guardrails allow, or 400. */
+function limitValue(value: number, range: { min: number; max: number }, field: string): number {
+  if (!Number.isInteger(value) || value < range.min || value > range.max) {
+    throw invalidRequest(`${field} must be an integer from ${range.min} to ${range.max}`, { param: field });
+  }
+  return value;
+}
+
+async function writeTask(trx: Knex.Transaction, task: Partial<TaskRow>, input: CreateTaskInput): Promise<TaskRow> {
+  const inserted = await insertTask(trx, task);
+  await recordSessionTask(trx, inserted.session_id, inserted.id);
+  await recordAudit(trx, {
+    orgId: inserted.org_id,
+    actor: input.actor,
+    action: 'task.created',
+    objectType: 'task',
+    objectId: inserted.id,
+    data: { session_id: inserted.session_id, agent_id: inserted.agent_id, agent_version: inserted.agent_version, agent_draft: inserted.agent_draft },
+    requestId: input.auditRequestId,
+  });
+  return inserted;
+}
+
+/**
+ * After a unique index refused the task: a concurrent retry with the same `request_id` may
+ * collide on either index, and PostgreSQL has waited for it to commit, so its task is visible
+ * now. Otherwise the computer has a task already: 409 `task_running`.
+ */
+async function earlierTaskOrConflict(db: Knex | Knex.Transaction, input: CreateTaskInput): Promise<TaskRow> {
+  if (input.request_id) {
+    const existing = await findTaskByRequestId(db, input.session.org_id, input.request_id);
+    if (existing) return existing;
+  }
+  const active = await findActiveTask(db, input.session.code);
+  throw conflict(
+    `A task is already running on this computer${active ? ` (${active.id})` : ''}; follow it or stop it first`,
+    'task_running',
+    active ? { active_task_id: active.id } : undefined,
+  );
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string }).code === UNIQUE_VIOLATION;
+}

@@ -1,0 +1,40 @@
+import { expect } from 'chai';
+import { ManualClock } from '../../shared/clock';
+import { createContainer } from '../../shared/container';
+import { SESSION_IDLE_EXPIRY_MS } from '../../shared/sessions/sessions.service';
+import { testConfig } from '../support/environment';
+
+const DEVICE = { os: 'mac' as const, name: 'runner machine', width: 100, height: 100, app_version: '1.0.20' };
+const CAPABILITIES = { accessibility: true, page_addresses: true, element_info: true };
+
+describe('machine sessions: expiry', () => {
+  it('never expire by the 72-hour rule, unused or gone; a person\'s session beside them does', async () => {
+    const clock = new ManualClock(new Date('2026-11-01T00:00:00Z'));
+    const container = createContainer(testConfig(), { clock });
+    try {
+      const { org } = await container.orgs.create('Machines org');
+      const auth = { orgId: org.org_id, keyId: 'key_test', actor: { type: 'api_key' as const, key_id: 'key_test', name: 't', prefix: 'dh_test_x' } };
+      const unused = await container.sessions.createMachineSession(container.db, { orgId: org.org_id, label: 'never paired' });
+      const gone = await container.sessions.createMachineSession(container.db, { orgId: org.org_id, label: 'paired, then gone' });
+      const person = await container.sessions.create(auth, {}, 'req');
+      const { epoch } = await container.sessions.connect({ code: gone.code, device: DEVICE, capabilities: CAPABILITIES });
+      await container.sessions.markOffline(gone.code, epoch);
+      const offline = await container.db('sessions').where({ code: gone.code }).first();
+      expect(offline).to.include({ status: 'disconnected', expires_at: null });
+
+      clock.advance(SESSION_IDLE_EXPIRY_MS * 10);
+      // Other tests' sessions in this database may expire too: only these three are looked at.
+      await container.sessions.expireDue();
+      expect((await container.sessions.get(org.org_id, person.session.code)).status).to.equal('expired');
+      for (const code of [unused.code, gone.code]) expect((await container.db('sessions').where({ code }).first()).status).to.not.equal('expired');
+      // Both still pair, however late.
+      const again = await container.sessions.connect({ code: gone.code, device: DEVICE, capabilities: CAPABILITIES });
+      expect(again.session.status).to.equal('connected');
+      await container.sessions.connect({ code: unused.code, device: DEVICE, capabilities: CAPABILITIES });
+      // A machine's session changes are not the org's webhooks' business: no org events for them.
+      expect(await container.db('org_events').whereIn('session_id', [unused.code, gone.code])).to.deep.equal([]);
+    } finally {
+      await container.close();
+    }
+  });
+});
