@@ -4,7 +4,7 @@ import autocannon from 'autocannon';
 import { loadConfig } from '../shared/config';
 import { createContainer } from '../shared/container';
 import { migrateLatest } from '../shared/db/knex';
-import { benchServers, cpuProfileFlags, processCpuMs, procfileNodeFlags } from './support/processes';
+import { benchServers, cpuProfileFlags, databaseBackendsCpuMs, processCpuMs, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 
 /**
@@ -36,6 +36,8 @@ interface Round {
   p99: number;
   /** The server process's CPU time per request (user + system), in microseconds. */
   cpuMicros: number;
+  /** The CPU time per request of the PostgreSQL backends serving the bench's database, in microseconds. */
+  sqlCpuMicros: number;
   /** Bytes per response, headers included. */
   bytes: number;
 }
@@ -108,6 +110,7 @@ export async function run(): Promise<void> {
     DESKHAND_SESSIONS_PER_HOUR: '10000000',
   };
   const config = loadConfig({ ...process.env, ...env });
+  const databaseName = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
   await migrateLatest(databaseUrl);
 
   const servers = benchServers();
@@ -182,6 +185,7 @@ export async function run(): Promise<void> {
 
     const round = async (server: Server, paths: string[], seconds: number, auth: boolean): Promise<Round> => {
       const cpuBefore = processCpuMs(server.child.pid!)?.ms ?? 0;
+      const sqlCpuBefore = databaseBackendsCpuMs(databaseName);
       const result = await autocannon({
         url: `${server.baseUrl}${paths[0]}`,
         requests: paths.map((path) => ({ method: 'GET', path })),
@@ -190,14 +194,16 @@ export async function run(): Promise<void> {
         headers: auth ? headers : {},
       });
       const used = (processCpuMs(server.child.pid!)?.ms ?? 0) - cpuBefore;
+      const sqlUsed = databaseBackendsCpuMs(databaseName) - sqlCpuBefore;
       if (result.non2xx > 0 || result.errors > 0) throw new Error(`${paths[0]}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-      return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, cpuMicros: (used * 1000) / result.requests.total, bytes: result.throughput.total / result.requests.total };
+      return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, cpuMicros: (used * 1000) / result.requests.total, sqlCpuMicros: (sqlUsed * 1000) / result.requests.total, bytes: result.throughput.total / result.requests.total };
     };
     const summary = (rounds: Round[]): Round => ({
       rps: median(rounds.map((r) => r.rps)),
       p50: median(rounds.map((r) => r.p50)),
       p99: median(rounds.map((r) => r.p99)),
       cpuMicros: median(rounds.map((r) => r.cpuMicros)),
+      sqlCpuMicros: median(rounds.map((r) => r.sqlCpuMicros)),
       bytes: median(rounds.map((r) => r.bytes)),
     });
     /** SQL statements the web process has sent through Knex so far (bench/servers/deskhand-types.ts). */
@@ -222,7 +228,7 @@ export async function run(): Promise<void> {
     await round(bare, ['/'], 2, false);
     const lines: string[] = [];
     const row = (name: string, m: Round, extra?: { ratio: number; queries: number }) =>
-      `${name.padEnd(36)} ${m.rps.toFixed(0).padStart(7)} req/s   p50 ${String(m.p50).padStart(3)} ms   p99 ${String(m.p99).padStart(3)} ms   CPU ${m.cpuMicros.toFixed(0).padStart(4)} µs/req   ${m.bytes.toFixed(0).padStart(5)} B/resp` +
+      `${name.padEnd(36)} ${m.rps.toFixed(0).padStart(7)} req/s   p50 ${String(m.p50).padStart(3)} ms   p99 ${String(m.p99).padStart(3)} ms   CPU ${m.cpuMicros.toFixed(0).padStart(4)} µs/req   PostgreSQL ${m.sqlCpuMicros.toFixed(0).padStart(4)} µs/req   ${m.bytes.toFixed(0).padStart(5)} B/resp` +
       (extra === undefined ? '' : `   SQL/req ${extra.queries.toFixed(1)}   ratio ${extra.ratio.toFixed(2)}x`);
     const bareRounds: Round[] = [];
     for (const [name, paths] of measured) {

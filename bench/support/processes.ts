@@ -95,6 +95,27 @@ export function heapAfterFullGc(): { type: 'heap'; heapUsed: number } {
 /** Milliseconds of a /proc clock tick (USER_HZ is 100 on Linux). */
 export const CPU_TICK_MS = 10;
 
+/**
+ * The CPU time (user + system, ms) used so far by the PostgreSQL backends connected to the
+ * database `name` (their process titles name it), from Linux /proc: what a bench's statements
+ * cost the server beside the other databases' work on the machine. A backend that exits between
+ * two readings takes its time with it; the benches' pools keep theirs.
+ */
+export function databaseBackendsCpuMs(name: string): number {
+  let total = 0;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let title: string;
+    try {
+      title = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (title.startsWith('postgres: ') && title.includes(` ${name} `)) total += processCpuMs(pid)?.ms ?? 0;
+  }
+  return total;
+}
+
 /** A process's name and the CPU time (user + system) it has used so far, from Linux /proc; null when gone. */
 export function processCpuMs(pid: number | string): { name: string; ms: number } | null {
   try {
