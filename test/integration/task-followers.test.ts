@@ -51,16 +51,23 @@ describe('TaskFollowers', () => {
   /** How a follow ended: its answer, or what it was rejected with. */
   const settled = <T>(promise: Promise<T>): Promise<{ answer?: T; error?: unknown }> => promise.then((answer) => ({ answer }), (error: unknown) => ({ error }));
 
-  it('answers a waiting follower when an event is written, and lets go of its signal', async () => {
+  it('answers a waiting follower when an event is written; the polls of one connection share its signal\'s one listener', async () => {
     const { followers } = newFollowers();
-    const from = await cursorNow();
     const hangUp = new AbortController();
-    const waiting = followers.follow(orgId, taskId, from, 20_000, hangUp.signal);
-    await waitFor(() => followers.waitingFollowers === 1, 5_000, 'the follower to wait');
-    await changeTask(deps(), taskId, (change) => change.event('note', 'for the follower'));
-    const answer = await waiting;
-    expect(answer.data.map((event) => event.message)).to.deep.equal(['for the follower']);
-    expect(answer.cursor).to.equal(from + 1);
+    for (const message of ['for the follower', 'and again on the same connection']) {
+      const from = await cursorNow();
+      const waiting = followers.follow(orgId, taskId, from, 20_000, hangUp.signal);
+      await waitFor(() => followers.waitingFollowers === 1, 5_000, 'the follower to wait');
+      await changeTask(deps(), taskId, (change) => change.event('note', message));
+      const answer = await waiting;
+      expect(answer.data.map((event) => event.message)).to.deep.equal([message]);
+      expect(answer.cursor).to.equal(from + 1);
+      expect(followers.waitingFollowers).to.equal(0);
+      // One listener for the signal's lifetime, however many polls it has carried.
+      expect(getEventListeners(hangUp.signal, 'abort')).to.have.length(1);
+    }
+    // The connection closing later wakes no one (both polls were answered) and lets the listener go.
+    hangUp.abort();
     expect(followers.waitingFollowers).to.equal(0);
     expect(getEventListeners(hangUp.signal, 'abort')).to.have.length(0);
   });
