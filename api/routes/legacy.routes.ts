@@ -2,6 +2,8 @@ import type { Context } from 'koa';
 import type { Container } from '../../shared/container';
 import { SessionTokenAuth } from '../../shared/sessions/session-token-auth';
 import { LegacyTasksService } from '../../shared/legacy/legacy-tasks.service';
+import { FollowerGone } from '../../shared/tasks/task-followers';
+import { HUNG_UP, hangUpSignal } from '../hang-ups';
 import { defineRoute, type RouteSpec } from '../routing';
 import {
   LegacyHealthQuery,
@@ -53,7 +55,17 @@ export function legacyRoutes(container: Container): RouteSpec[] {
       body: LegacyWaitBody,
       response: LegacyTaskSchema,
       errors: [404, 409],
-      handler: async ({ ctx, body, requestId }) => legacy.wait(await caller(ctx, body.code), body, requestId),
+      handler: async ({ ctx, body, requestId }) => {
+        // A caller that hangs up stops waiting at once, as on /v1's long poll: nothing is written.
+        const signal = hangUpSignal(ctx.res);
+        try {
+          return await legacy.wait(await caller(ctx, body.code), body, requestId, signal);
+        } catch (error) {
+          if (!(error instanceof FollowerGone)) throw error;
+          ctx.status = HUNG_UP;
+          return undefined;
+        }
+      },
     }),
     defineRoute({
       method: 'post',

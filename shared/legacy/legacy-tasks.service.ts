@@ -126,13 +126,14 @@ export class LegacyTasksService {
    * answer wins: 409 `already_answered` or `not_pending` as with `/v1`), then long-polls for
    * events after `after`.
    */
-  async wait(caller: LegacyCaller, input: LegacyWaitInput, requestId: string): Promise<LegacyTask> {
+  /** `signal`: the caller hung up; the wait ends at once with `FollowerGone` (see `TaskFollowers.follow`). */
+  async wait(caller: LegacyCaller, input: LegacyWaitInput, requestId: string, signal?: AbortSignal): Promise<LegacyTask> {
     await this.ownTask(caller, input.id);
     const { question_id, answer, approval_id, decision, note } = input;
     if ([question_id, answer, approval_id, decision, note].some((value) => value !== undefined)) {
       await this.deps.tasks.respond(caller.tasksAuth, input.id, { question_id, answer, approval_id, decision, note }, requestId);
     }
-    const followed = await this.deps.followers.follow(caller.orgId, input.id, input.after, input.timeout_ms ?? LEGACY_DEFAULT_WAIT_MS);
+    const followed = await this.deps.followers.follow(caller.orgId, input.id, input.after, input.timeout_ms ?? LEGACY_DEFAULT_WAIT_MS, signal);
     return this.shape(followed.task, followed.data, followed.cursor);
   }
 

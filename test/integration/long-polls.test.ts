@@ -121,6 +121,18 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
     await waitFor(() => followers.waitingFollowers === waitingBefore, 1_000, 'the wait to end');
   });
 
+  it('stops waiting for a caller of the older API\'s /wait that hangs up', async () => {
+    const { followers } = service.running.container;
+    const { cursor, task } = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events`)).body;
+    const waitingBefore = followers.waitingFollowers;
+    const body = JSON.stringify({ code: task.session_id, id: taskId, after: cursor, timeout_ms: 20000 });
+    const socket = net.connect(Number(new URL(service.baseUrl).port), '127.0.0.1');
+    socket.write(`POST /wait HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    await waitFor(() => followers.waitingFollowers === waitingBefore + 1, 5_000, 'the caller to wait');
+    socket.destroy();
+    await waitFor(() => followers.waitingFollowers === waitingBefore, 1_000, 'the wait to end');
+  });
+
   it('still serves HEAD (through Koa)', async () => {
     const response = await fetch(`${service.baseUrl}/v1/tasks/${taskId}/events`, { method: 'HEAD', headers: { authorization: `Bearer ${key}` } });
     expect(response.status).to.equal(200);
