@@ -42,7 +42,7 @@ export function composeDeskhand(config: Readonly<Config>, options: Parameters<ty
     [QUEUE_NAMES.toolCalls]: toolCallsWiring({ toolCalls: container.toolCalls, finished: (call) => loop.toolCallFinished(call) }),
     // Evals' jobs arrive with evals: until then the queue has no processors.
     [QUEUE_NAMES.evals]: { queue: QUEUE_NAMES.evals, concurrency: 5, processors: {} },
-    [QUEUE_NAMES.maintenance]: maintenanceWiring({ sessions, loop, webhookDelivery, clock: container }),
+    [QUEUE_NAMES.maintenance]: maintenanceWiring({ sessions, loop, webhookDelivery, redisWatch: container }),
   };
   return { container, gateways, wirings };
 }

@@ -36,7 +36,7 @@ export function sweepSteps(deps: MaintenanceDeps): SweepStep[] {
  * The `maintenance` queue (worker-clock). Beside its worker, the clock keeps the sweep's
  * schedule in Redis and rebuilds the queues from PostgreSQL when Redis comes back empty.
  */
-export function maintenanceWiring(deps: MaintenanceDeps & { clock: RedisWatchDeps }): QueueWiring {
+export function maintenanceWiring(deps: MaintenanceDeps & { redisWatch: RedisWatchDeps }): QueueWiring {
   return {
     queue: QUEUE_NAMES.maintenance,
     concurrency: 2,
@@ -46,11 +46,11 @@ export function maintenanceWiring(deps: MaintenanceDeps & { clock: RedisWatchDep
       'approval-timeout': createApprovalTimeoutProcessor(deps.loop),
     },
     async alongside() {
-      const watch = watchRedis(deps.clock, { sweepEveryMs: SWEEP_EVERY_MS, checkEveryMs: REDIS_CHECK_EVERY_MS, settleMs: REDIS_SETTLE_MS });
+      const watch = watchRedis(deps.redisWatch, { sweepEveryMs: SWEEP_EVERY_MS, checkEveryMs: REDIS_CHECK_EVERY_MS, settleMs: REDIS_SETTLE_MS });
       void watch.check();
       try {
         // One scheduler entry however many clock processes run: BullMQ upserts by id.
-        await deps.clock.queues.queue(QUEUE_NAMES.maintenance).upsertJobScheduler('sweep', { every: SWEEP_EVERY_MS }, { name: 'sweep', data: {} });
+        await deps.redisWatch.queues.queue(QUEUE_NAMES.maintenance).upsertJobScheduler('sweep', { every: SWEEP_EVERY_MS }, { name: 'sweep', data: {} });
       } catch (error) {
         watch.stop();
         throw error;
