@@ -34,8 +34,9 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw(`alter table runners add constraint runners_scope check (
     (scope = 'org' and org_id is not null) or (scope = 'cloud' and org_id is null))`);
-  // The reads: an org's own runners and the cloud ones, live (not revoked), newest first.
-  await knex.raw('create index runners_org_live on runners (org_id, seq) where revoked_at is null');
+  // The reads: an org's own runners and the cloud ones, live (not revoked), newest first. The
+  // org's index has no predicate: it also serves the foreign key when an org is removed.
+  await knex.raw('create index runners_org on runners (org_id, seq)');
   await knex.raw("create index runners_cloud_live on runners (seq) where scope = 'cloud' and revoked_at is null");
 }
 
