@@ -20,6 +20,7 @@ export interface Runner {
   created_at: string;
 }
 
+/** The API's Runner from a row read with its `online`. */
 export function toRunner(row: RunnerReadRow): Runner {
   return {
     object: 'runner',

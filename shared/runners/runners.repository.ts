@@ -56,6 +56,7 @@ function visibleTo(db: Db, orgId: string, offlineAfterMs: number) {
     .andWhere((q) => q.where({ org_id: orgId }).orWhere({ scope: 'cloud' }));
 }
 
+/** Inserts a new runner (never connected yet). */
 export async function insertRunner(db: Db, row: Pick<RunnerRow, 'id' | 'org_id' | 'scope' | 'name' | 'token_hash' | 'token_prefix'>): Promise<RunnerRow> {
   const [inserted] = await db<RunnerRow>('runners').insert(row).returning('*');
   return inserted!;
@@ -66,6 +67,7 @@ export async function listRunnersVisibleTo(db: Db, orgId: string, offlineAfterMs
   return visibleTo(db, orgId, offlineAfterMs).orderBy('seq', 'desc');
 }
 
+/** One runner the org may read (its own or a cloud one, not revoked); undefined otherwise. */
 export async function readRunnerVisibleTo(db: Db, orgId: string, runnerId: string, offlineAfterMs: number): Promise<RunnerReadRow | undefined> {
   return visibleTo(db, orgId, offlineAfterMs).andWhere({ id: runnerId }).first();
 }
@@ -80,6 +82,7 @@ export async function revokeRunner(db: Db, where: { id: string; org_id: string |
   return row;
 }
 
+/** The runner with this token, revoked or not (to tell a revoked token from an unknown one). */
 export async function findRunnerByTokenHash(db: Db, tokenHash: string): Promise<RunnerRow | undefined> {
   return db<RunnerRow>('runners').where({ token_hash: tokenHash }).first();
 }
@@ -121,6 +124,7 @@ export async function holdsRunner(db: Db, runnerId: string, connectionId: string
   return row !== undefined;
 }
 
+/** Whether the runner has been revoked. */
 export async function isRevoked(db: Db, runnerId: string): Promise<boolean> {
   const row = await db('runners').where({ id: runnerId }).whereNotNull('revoked_at').first('id');
   return row !== undefined;
