@@ -20,11 +20,12 @@ import { sessionRoutes } from './routes/sessions.routes';
 import { pageRoutes } from './routes/pages.routes';
 import { taskRoutes } from './routes/tasks.routes';
 import { legacyRoutes } from './routes/legacy.routes';
+import { runnerRoutes } from './routes/runners.routes';
 import { isLegacyPath } from './legacy-paths';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...legacyRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...legacyRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({

@@ -114,6 +114,20 @@ export function buildProgram(): Command {
       await withContainer(async (container) => printJson(await container.apiKeys.revoke(keyId, null)));
     });
 
+  const runners = program.command('runners').description('runners (docs/runners.md)');
+  runners
+    .command('create')
+    .description('register a cloud runner (the service\'s own, serving every org); prints { runner_id, token, … } once')
+    .option('--cloud', 'a cloud runner (an org registers its own with POST /v1/runners)')
+    .requiredOption('--name <name>', 'the runner\'s name, 1 to 80 characters')
+    .action(async (options: { cloud?: boolean; name: string }) => {
+      if (!options.cloud) throw new Error('only cloud runners are made here (--cloud); an org registers its own with POST /v1/runners');
+      await withContainer(async (container) => {
+        const { runner, token } = await container.runners.createCloud(options.name);
+        printJson({ ...runner, token });
+      });
+    });
+
   registerDesktopCommand(program);
 
   return program;

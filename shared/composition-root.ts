@@ -4,6 +4,7 @@ import { QUEUE_NAMES } from './queues/catalog';
 import { taskDesktopInbox } from './tasks/desktop-inbox';
 import type { Gateway } from '../api/sockets/gateway';
 import { desktopGateway } from '../api/sockets/desktop.gateway';
+import { runnersGateway } from '../api/sockets/runners.gateway';
 import type { QueueWirings } from '../workers';
 import { taskStepsWiring } from '../workers/task-steps';
 import { guardrailsWiring } from '../workers/guardrails';
@@ -17,7 +18,7 @@ import { maintenanceWiring } from '../workers/maintenance';
  */
 export interface Composition {
   container: Container;
-  /** One per socket.io namespace: `/desktop` (runners' will follow). */
+  /** One per socket.io namespace: `/desktop` and `/runners`. */
   gateways: readonly Gateway[];
   wirings: QueueWirings;
 }
@@ -32,7 +33,7 @@ export function composeDeskhand(config: Readonly<Config>, options: Parameters<ty
   const { logger, loop, sessions } = container;
   // What a computer sends while its task runs goes to the task loop.
   const inboxes = [taskDesktopInbox(loop, logger.child({ scope: 'desktop-inbox' }))];
-  const gateways = [desktopGateway({ sessions, logger: logger.child({ scope: 'desktop-gateway' }) }, inboxes)];
+  const gateways = [desktopGateway({ sessions, logger: logger.child({ scope: 'desktop-gateway' }) }, inboxes), runnersGateway({ runners: container.runners })];
   const { webhookDelivery } = container;
   const wirings: QueueWirings = {
     [QUEUE_NAMES.taskSteps]: taskStepsWiring({ loop }),

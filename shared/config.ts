@@ -51,6 +51,10 @@ export interface Config {
   reconnectGraceMs: number;
   /** How long one model turn may take. */
   modelTimeoutMs: number;
+  /** How often a connected runner heartbeats (told in its hello reply). */
+  runnerHeartbeatMs: number;
+  /** Silence after which a connected runner reads `offline` (spec: within 30 s). */
+  runnerOfflineAfterMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -153,7 +157,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     actTimeoutMs: integer(env, 'DESKHAND_ACT_TIMEOUT_MS', 60_000, 100, 3_600_000),
     reconnectGraceMs: integer(env, 'DESKHAND_RECONNECT_GRACE_MS', 30_000, 0, 3_600_000),
     modelTimeoutMs: integer(env, 'DESKHAND_MODEL_TIMEOUT_MS', 300_000, 1000, 3_600_000),
+    runnerHeartbeatMs: integer(env, 'DESKHAND_RUNNER_HEARTBEAT_MS', 10_000, 100, 60_000),
+    runnerOfflineAfterMs: integer(env, 'DESKHAND_RUNNER_OFFLINE_AFTER_MS', 30_000, 300, 300_000),
   };
+  if (config.runnerOfflineAfterMs <= config.runnerHeartbeatMs) {
+    throw new ConfigError('DESKHAND_RUNNER_OFFLINE_AFTER_MS must be longer than DESKHAND_RUNNER_HEARTBEAT_MS (a runner would read offline between two heartbeats)');
+  }
   try {
     loadModelCatalog(env);
   } catch (error) {

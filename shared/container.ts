@@ -24,6 +24,8 @@ import type { TaskChangeObserver } from './tasks/task-change';
 import { followerNotes, orgEventDispatch } from './tasks/task-change-observers';
 import { TasksService } from './tasks/tasks.service';
 import { TaskFollowers } from './tasks/task-followers';
+import { RunnerLink } from './runners/runner-link';
+import { RunnersService } from './runners/runners.service';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -62,6 +64,8 @@ export interface Container {
   webhookDelivery: WebhookDeliveryService;
   toolSecrets: ToolSecretService;
   toolCalls: ToolCallService;
+  /** Runners: registration, revocation, and what their connections report. */
+  runners: RunnersService;
   /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
@@ -141,6 +145,13 @@ export function createContainer(
   const followers = new TaskFollowers({ db, clock, notifier, baseUrl: config.baseUrl });
   // A computer that goes away takes its running task with it.
   sessions.onComputerGone((session, why) => loop.computerGone(session.code, why));
+  const runners = new RunnersService({
+    db,
+    link: new RunnerLink(redis, config.redisPrefix),
+    logger: logger.child({ scope: 'runners' }),
+    heartbeatMs: config.runnerHeartbeatMs,
+    offlineAfterMs: config.runnerOfflineAfterMs,
+  });
 
   return {
     config,
@@ -167,6 +178,7 @@ export function createContainer(
     webhookDelivery,
     toolSecrets,
     toolCalls,
+    runners,
     async close() {
       await queues.close();
       subscriber.disconnect();

@@ -31,7 +31,7 @@ export interface AdmittedSocket<Data> {
 }
 
 /**
- * One socket.io namespace (computers of one kind: desktop apps now, runners next): its hello,
+ * One socket.io namespace (computers of one kind: desktop apps, runners): its hello,
  * who may connect, and what its clients send once they have. The composition root builds the
  * list; the web process attaches every one to its one socket.io server (`attachGateways`).
  * A client must say hello first: a malformed one is refused naming the field, and messages
@@ -49,8 +49,12 @@ export interface Gateway<Data extends object = object> {
   readonly helloSchema: TSchema;
   /** Who said hello (its credentials are in the hello); throws only for what the client cannot fix. */
   authenticate(hello: unknown): Promise<HelloAccepted<Data> | HelloRefusal>;
-  /** Before the accepted reply goes out: rooms to join, older connections of the same client to close. */
-  admit?(admitted: AdmittedSocket<Data>, namespace: Namespace): Promise<void>;
+  /**
+   * Before the accepted reply goes out: rooms to join, older connections of the same client to
+   * close. A refusal returned here is the reply instead (the client was refused meanwhile, e.g.
+   * its credentials revoked while it joined), and its `gone` still runs.
+   */
+  admit?(admitted: AdmittedSocket<Data>, namespace: Namespace): Promise<void | HelloRefusal>;
   /** After the accepted reply: what the client missed meanwhile (shutdown waits for it). */
   welcome?(admitted: AdmittedSocket<Data>): Promise<void>;
   /** Events an admitted client may send, each answered through its acknowledgement. */
@@ -158,7 +162,12 @@ function attachGateway<Data extends object>(io: Server, ajv: Ajv, gateway: Gatew
         socket.data = answer.data;
         admitted = answer.data;
         const client: AdmittedSocket<Data> = { socket, data: answer.data, send: (event, payload) => socket.emit(event, payload) };
-        await gateway.admit?.(client, namespace);
+        const refused = await gateway.admit?.(client, namespace);
+        if (refused) {
+          reply(refused);
+          setTimeout(() => socket.disconnect(true), 50);
+          return;
+        }
         reply(answer.reply);
         if (gateway.welcome) await track(gateway.welcome(client)).catch((error) => log.error({ err: error, ...gateway.logFields(answer.data) }, 'could not welcome the client'));
       } catch (error) {

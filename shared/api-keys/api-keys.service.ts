@@ -6,7 +6,7 @@ import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
 import { newId } from '../ids';
 import { notFound, unauthenticated } from '../errors';
-import { displayPrefix, generateApiKey, hashSecret, isWellFormedApiKey, SESSION_TOKEN_PREFIX } from './key-format';
+import { displayPrefix, generateApiKey, hashSecret, isWellFormedApiKey, RUNNER_TOKEN_PREFIX, SESSION_TOKEN_PREFIX } from './key-format';
 import { findApiKey, findApiKeyByHash, insertApiKey, revokeApiKey, touchApiKey } from './api-keys.repository';
 
 /** Who a `/v1` request acts for. */
@@ -117,6 +117,9 @@ export class ApiKeyService {
     const key = match[1]!;
     if (key.startsWith(SESSION_TOKEN_PREFIX)) {
       throw unauthenticated('Session tokens only work with the older session-token API; use an org API key for /v1');
+    }
+    if (key.startsWith(RUNNER_TOKEN_PREFIX)) {
+      throw unauthenticated('Runner tokens only work for a runner connecting to the /runners namespace; use an org API key for /v1');
     }
     // A key seen in the last half minute skips the checksum, the hash and the query.
     const recent = this.verifiedRecently(key);

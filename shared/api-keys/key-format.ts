@@ -13,7 +13,14 @@ const CHECKSUM_LENGTH = 6;
 export const KEY_PREFIXES = { production: 'dh_live_', development: 'dh_test_' } as const;
 /** Session tokens belong to the older session-token API; `/v1` refuses them by this prefix. */
 export const SESSION_TOKEN_PREFIX = 'dh_sess_';
+/**
+ * Runner tokens (docs/runners.md): the same scheme with a prefix of their own, so that neither
+ * `/v1` nor the `/runners` namespace mistakes one credential for another. The same in every
+ * environment: a runner token works only on the service that made it (its hash is looked up).
+ */
+export const RUNNER_TOKEN_PREFIX = 'dhr_';
 const KEY_PATTERN = /^(dh_live_|dh_test_)([0-9A-Za-z]{32})([0-9A-Za-z]{6})$/;
+const RUNNER_TOKEN_PATTERN = /^(dhr_)([0-9A-Za-z]{32})([0-9A-Za-z]{6})$/;
 
 function base62(bytes: Buffer, length: number): string {
   let out = '';
@@ -46,8 +53,18 @@ export function generateApiKey(env: DeskhandEnv): string {
 
 /** A new session token (older session-token API), same scheme with its own prefix. */
 export function generateSessionToken(): string {
-  const head = SESSION_TOKEN_PREFIX + base62(randomBytes(BODY_LENGTH * 2), BODY_LENGTH);
-  return head + checksum(head);
+  return withChecksum(SESSION_TOKEN_PREFIX);
+}
+
+/** A new runner token, same scheme with its own prefix. */
+export function generateRunnerToken(): string {
+  return withChecksum(RUNNER_TOKEN_PREFIX);
+}
+
+/** True when `token` has the shape and a matching checksum of a runner token. */
+export function isWellFormedRunnerToken(token: string): boolean {
+  const match = RUNNER_TOKEN_PATTERN.exec(token);
+  return match !== null && checksum(match[1]! + match[2]) === match[3];
 }
 
 /** True when `key` has the shape and a matching checksum of a key of `env`. */

@@ -5,7 +5,8 @@ import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { Actor } from './actor';
 
 export interface AuditEntryInput {
-  orgId: string;
+  /** Null for the operator's changes outside any org (a cloud runner): no org's log shows them. */
+  orgId: string | null;
   actor: Actor;
   action: string;
   objectType: string;

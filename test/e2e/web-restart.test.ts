@@ -1,6 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { DesktopEvents } from '../../shared/desktop/protocol';
 import type { DesktopClientOptions } from '../../shared/simulator/desktop-client';
@@ -9,6 +7,7 @@ import { RawDesktop } from '../support/raw-desktop';
 import { request, startTestService, waitFor, type TestService } from '../support/service';
 import { connectDesktop, script } from '../support/tasks';
 import { TcpBalancer } from '../support/tcp-balancer';
+import { freePort, startChildProcess } from '../support/web-process';
 
 /**
  * Restarting `web` (the process holding the computers' connections) must not fail a task: the
@@ -22,34 +21,13 @@ describe('web restarted while tasks run', function () {
   let run = 0;
 
   /** A web process of its own on `port`, with the test world's environment plus `env`. */
-  async function startWeb(env: Record<string, string>, port: number): Promise<{ child: ChildProcess; stderr: string[] }> {
-    const stderr: string[] = [];
-    const child = fork(path.join(__dirname, '..', 'support', 'deskhand-process.ts'), ['web'], {
-      execArgv: ['--import', 'tsx'],
-      env: { ...process.env, ...testEnv({ ...env, PORT: String(port) }) },
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
-    child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
-    await new Promise<void>((resolve, reject) => {
-      child.once('message', () => resolve());
-      child.once('exit', (code) => reject(new Error(`web exited with ${code}: ${stderr.join('')}`)));
-    });
-    return { child, stderr };
-  }
+  const startWeb = (env: Record<string, string>, port: number) => startChildProcess(['web'], env, port);
 
   async function stopWeb(child: ChildProcess, signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill(signal);
     await exited;
-  }
-
-  async function freePort(): Promise<number> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as net.AddressInfo;
-    await new Promise((resolve) => server.close(resolve));
-    return port;
   }
 
   /** Each task types into Notes and thinks in between, for several seconds: long enough to live through a restart. */

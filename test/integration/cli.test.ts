@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { testEnv } from '../support/environment';
 import { startTestService, type TestService } from '../support/service';
+import { RawRunner } from '../support/raw-runner';
 
 const run = promisify(execFile);
 const bin = path.join(__dirname, '..', '..', 'bin', 'deskhand.js');
@@ -48,7 +49,35 @@ describe('npx deskhand', function () {
     expect((await service.api(org.api_key, 'GET', '/v1/audit_log')).status).to.equal(200);
   });
 
+  it('runners create --cloud prints a runner_id and token once; the cloud runner is visible to every org and connects', async () => {
+    const { stdout, code } = await deskhand('runners', 'create', '--cloud', '--name', 'Cloud EU');
+    expect(code).to.equal(0);
+    const created = JSON.parse(stdout);
+    expect(created).to.include({ object: 'runner', scope: 'cloud', name: 'Cloud EU', status: 'offline' });
+    expect(created.runner_id).to.match(/^rn_/);
+    expect(created.token).to.match(/^dhr_/);
+    for (const name of ['First', 'Second']) {
+      const org = JSON.parse((await deskhand('orgs', 'create', '--name', name)).stdout);
+      const read = await service.api(org.api_key, 'GET', `/v1/runners/${created.runner_id}`);
+      expect(read.status).to.equal(200);
+      expect(read.body).to.include({ scope: 'cloud', name: 'Cloud EU' });
+      expect(read.body).to.not.have.property('token');
+    }
+    const runner = new RawRunner(service.baseUrl);
+    try {
+      expect(await runner.hello(created.token)).to.include({ ok: true, runner_id: created.runner_id, scope: 'cloud' });
+    } finally {
+      runner.close();
+    }
+  });
+
   it('writes errors to stderr and exits non-zero', async () => {
+    const notCloud = await deskhand('runners', 'create', '--name', 'x');
+    expect(notCloud.code).to.not.equal(0);
+    expect(notCloud.stderr).to.contain('only cloud runners are made here (--cloud)');
+    const blank = await deskhand('runners', 'create', '--cloud', '--name', '  ');
+    expect(blank.code).to.not.equal(0);
+    expect(blank.stderr).to.contain('name must be 1 to 80 characters');
     const unknownKey = await deskhand('keys', 'revoke', 'key_doesnotexist');
     expect(unknownKey.code).to.not.equal(0);
     expect(unknownKey.stderr).to.contain('No API key key_doesnotexist');

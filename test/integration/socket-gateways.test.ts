@@ -21,6 +21,8 @@ function probeGateway(gone: string[]): Gateway<{ name: string }> {
       if (token !== 'let-me-in') return { ok: false, code: 'unknown_token', message: 'No runner has this token' };
       return { ok: true, data: { name }, reply: { ok: true, runner: name } };
     },
+    // Refused after authentication, as a runner revoked while it joined its room is.
+    admit: async ({ data }) => (data.name === 'revoked-late' ? { ok: false, code: 'revoked', message: 'Revoked meanwhile' } : undefined),
     events: ['probe:echo'],
     receive: async (data, event, payload) => ({ ok: true, from: data.name, event, payload }),
     gone: async (data) => void gone.push(data.name),
@@ -92,6 +94,13 @@ describe('socket.io gateways, one per namespace (api/sockets/gateway.ts)', () =>
     expect(await socket.timeout(5000).emitWithAck('probe:echo', { n: 1 })).to.deep.equal({ ok: true, from: 'r3', event: 'probe:echo', payload: { n: 1 } });
     socket.disconnect();
     await waitFor(() => gone.includes('r3'), 3_000, 'the gateway to hear the client went');
+  });
+
+  it('answers a refusal returned at admission instead of the accepted reply, closes the connection, and tells the gateway it went', async () => {
+    const socket = await probe();
+    expect(await hello(socket, { token: 'let-me-in', name: 'revoked-late', slots: 1 })).to.deep.equal({ ok: false, code: 'revoked', message: 'Revoked meanwhile' });
+    await waitFor(() => socket.disconnected, 3_000, 'the connection to close');
+    await waitFor(() => gone.includes('revoked-late'), 3_000, 'the gateway to hear the client went');
   });
 
   it('leaves /desktop as it is: its own hello schema and its sessions', async () => {

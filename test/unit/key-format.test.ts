@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { displayPrefix, generateApiKey, generateSessionToken, isWellFormedApiKey } from '../../shared/api-keys/key-format';
+import { displayPrefix, generateApiKey, generateRunnerToken, generateSessionToken, isWellFormedApiKey, isWellFormedRunnerToken } from '../../shared/api-keys/key-format';
 
 describe('API key format', () => {
   it('makes development keys with the test prefix and production keys with the live prefix', () => {
@@ -32,5 +32,18 @@ describe('API key format', () => {
     const token = generateSessionToken();
     expect(token).to.match(/^dh_sess_/);
     expect(isWellFormedApiKey(token, 'development')).to.equal(false);
+  });
+});
+
+describe('runner token format', () => {
+  it('has a prefix of its own, apart from API keys and session tokens, and a checksum', () => {
+    const token = generateRunnerToken();
+    expect(token).to.match(/^dhr_[0-9A-Za-z]{38}$/);
+    expect(isWellFormedRunnerToken(token)).to.equal(true);
+    expect(isWellFormedRunnerToken(generateApiKey('development'))).to.equal(false);
+    expect(isWellFormedRunnerToken(generateSessionToken())).to.equal(false);
+    expect(isWellFormedApiKey(token, 'development')).to.equal(false);
+    const altered = token.slice(0, 10) + (token[10] === 'a' ? 'b' : 'a') + token.slice(11);
+    expect(isWellFormedRunnerToken(altered)).to.equal(false);
   });
 });

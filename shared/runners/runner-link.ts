@@ -1,0 +1,28 @@
+import { Emitter } from '@socket.io/redis-emitter';
+import type { Redis } from '../redis';
+import { socketIoKey } from '../desktop/computer-link';
+
+export const RUNNERS_NAMESPACE = '/runners';
+
+/** The socket.io room of a runner: its connection joins it. */
+export const runnerRoom = (runnerId: string) => `runner:${runnerId}`;
+
+/**
+ * How any process reaches a runner's connection (socket.io's Redis emitter): the web process
+ * that holds it acts. Nothing here holds a socket.
+ */
+export class RunnerLink {
+  private readonly runners;
+
+  constructor(redis: Redis, prefix: string) {
+    // A failed PUBLISH (Redis down) must not become an unhandled rejection; a revoked runner
+    // whose disconnect was lost is refused at its next heartbeat (`RunnersService.heartbeat`).
+    const publisher = { publish: (channel: string, message: string | Buffer) => redis.publish(channel, message).catch(() => 0) };
+    this.runners = new Emitter(publisher, { key: socketIoKey(prefix) }).of(RUNNERS_NAMESPACE);
+  }
+
+  /** Closes the runner's connections, on whichever web process holds them. */
+  disconnect(runnerId: string): void {
+    this.runners.in(runnerRoom(runnerId)).disconnectSockets(true);
+  }
+}
