@@ -128,6 +128,14 @@ export function buildProgram(): Command {
       });
     });
 
+  runners
+    .command('revoke')
+    .description('revoke a cloud runner: its token stops working and it is disconnected at once (an org deletes its own with DELETE /v1/runners/{id})')
+    .argument('<runner_id>', 'the cloud runner\'s id (rn_…)')
+    .action(async (runnerId: string) => {
+      await withContainer(async (container) => printJson(await container.runners.revokeCloud(runnerId)));
+    });
+
   registerDesktopCommand(program);
 
   return program;

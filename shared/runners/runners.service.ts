@@ -120,16 +120,35 @@ export class RunnersService {
    * is the operator's: 403 `cloud_runner`. Another org's is 404.
    */
   async revoke(caller: Caller, runnerId: string, requestId?: string): Promise<Runner> {
-    const row = await this.deps.db.transaction(async (trx) => {
+    return this.revokeWhere({ id: runnerId, org_id: caller.orgId, scope: 'org' }, caller.actor, requestId, async (trx) => {
       const visible = await readRunnerVisibleTo(trx, caller.orgId, runnerId, this.deps.offlineAfterMs);
-      if (!visible) throw notFound(`No runner ${runnerId}`);
-      if (visible.scope === 'cloud') throw new ApiError('permission', `${runnerId} is a cloud runner: the service's own, which an org cannot delete`, { code: 'cloud_runner' });
-      const revoked = await revokeRunner(trx, { id: runnerId, org_id: caller.orgId, scope: 'org' });
-      if (!revoked) throw notFound(`No runner ${runnerId}`);
-      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'runner.deleted', objectType: 'runner', objectId: runnerId, data: { name: revoked.name }, requestId });
+      if (visible?.scope === 'cloud') throw new ApiError('permission', `${runnerId} is a cloud runner: the service's own, which an org cannot delete`, { code: 'cloud_runner' });
+    });
+  }
+
+  /** Revokes a cloud runner (the operator's CLI, `runners revoke`); audited in a row with no org. An org's runner is 404 here. */
+  async revokeCloud(runnerId: string, actor: Actor = null): Promise<Runner> {
+    return this.revokeWhere({ id: runnerId, org_id: null, scope: 'cloud' }, actor);
+  }
+
+  /**
+   * Revokes the live runner `where` names (after `check`, in the same transaction): its token stops
+   * working, the audit row commits with it, and its connection is closed wherever it is held.
+   */
+  private async revokeWhere(
+    where: { id: string; org_id: string | null; scope: RunnerScope },
+    actor: Actor,
+    requestId?: string,
+    check?: (trx: Knex.Transaction) => Promise<void>,
+  ): Promise<Runner> {
+    const row = await this.deps.db.transaction(async (trx) => {
+      await check?.(trx);
+      const revoked = await revokeRunner(trx, where);
+      if (!revoked) throw notFound(`No runner ${where.id}`);
+      await recordAudit(trx, { orgId: where.org_id, actor, action: 'runner.deleted', objectType: 'runner', objectId: where.id, data: { name: revoked.name, scope: where.scope }, requestId });
       return revoked;
     });
-    this.deps.link.disconnect(runnerId);
+    this.deps.link.disconnect(where.id);
     return toRunner({ ...row, online: false });
   }
 

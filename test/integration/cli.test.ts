@@ -3,7 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { testEnv } from '../support/environment';
-import { startTestService, type TestService } from '../support/service';
+import { startTestService, waitFor, type TestService } from '../support/service';
 import { RawRunner } from '../support/raw-runner';
 
 const run = promisify(execFile);
@@ -69,6 +69,36 @@ describe('npx deskhand', function () {
     } finally {
       runner.close();
     }
+  });
+
+  it('runners revoke disconnects a cloud runner at once, refuses its token after, and audits it with no org', async () => {
+    const created = JSON.parse((await deskhand('runners', 'create', '--cloud', '--name', 'Cloud to revoke')).stdout);
+    const runner = new RawRunner(service.baseUrl);
+    try {
+      expect(await runner.hello(created.token)).to.include({ ok: true, runner_id: created.runner_id });
+      const revoked = await deskhand('runners', 'revoke', created.runner_id);
+      expect(revoked.code, revoked.stderr).to.equal(0);
+      expect(JSON.parse(revoked.stdout)).to.include({ runner_id: created.runner_id, scope: 'cloud', status: 'offline' });
+      await waitFor(() => !runner.socket.connected, 5_000, 'the runner to be disconnected');
+    } finally {
+      runner.close();
+    }
+    const again = new RawRunner(service.baseUrl);
+    try {
+      expect(await again.hello(created.token)).to.include({ ok: false, code: 'revoked' });
+    } finally {
+      again.close();
+    }
+    const org = JSON.parse((await deskhand('orgs', 'create', '--name', 'After the revoke')).stdout);
+    expect((await service.api(org.api_key, 'GET', `/v1/runners/${created.runner_id}`)).status).to.equal(404);
+    const audit = await service.running.container.db('audit_log').where({ object_id: created.runner_id }).orderBy('seq').select('action', 'org_id');
+    expect(audit).to.deep.equal([
+      { action: 'runner.created', org_id: null },
+      { action: 'runner.deleted', org_id: null },
+    ]);
+    const twice = await deskhand('runners', 'revoke', created.runner_id);
+    expect(twice.code).to.not.equal(0);
+    expect(twice.stderr).to.contain(`No runner ${created.runner_id}`);
   });
 
   it('writes errors to stderr and exits non-zero', async () => {
