@@ -49,13 +49,9 @@ export function desktopGateway(deps: { sessions: SessionsService; logger: Logger
       }
     },
 
-    async admit({ socket, data }, namespace) {
-      await socket.join(sessionRoom(data.code));
-      // One computer per session: an older connection with this code (a zombie after a network
-      // drop, or another app) is closed, on whichever web process holds it. Its late "offline"
-      // carries an older epoch and is ignored.
-      namespace.in(sessionRoom(data.code)).except(socket.id).disconnectSockets(true);
-    },
+    // One computer per session: an older connection with this code is closed. Its late
+    // "offline" carries an older epoch and is ignored.
+    room: (data) => sessionRoom(data.code),
 
     async welcome({ data, send }) {
       log.info({ code: data.code, epoch: data.epoch }, 'computer connected');

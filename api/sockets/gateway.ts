@@ -50,11 +50,17 @@ export interface Gateway<Data extends object = object> {
   /** Who said hello (its credentials are in the hello); throws only for what the client cannot fix. */
   authenticate(hello: unknown): Promise<HelloAccepted<Data> | HelloRefusal>;
   /**
-   * Before the accepted reply goes out: rooms to join, older connections of the same client to
-   * close. A refusal returned here is the reply instead (the client was refused meanwhile, e.g.
-   * its credentials revoked while it joined), and its `gone` still runs.
+   * The room that holds one client at a time (its session, its runner): the connection joins it
+   * when its hello is accepted, and an older connection in it (a zombie after a network drop, a
+   * second process with the same credentials) is closed, on whichever web process holds it.
    */
-  admit?(admitted: AdmittedSocket<Data>, namespace: Namespace): Promise<void | HelloRefusal>;
+  room?(data: Data): string;
+  /**
+   * Once the connection is in its room, before the accepted reply goes out. A refusal returned
+   * here is the reply instead (the client was refused meanwhile, e.g. its credentials revoked
+   * while it joined), and its `gone` still runs.
+   */
+  admit?(admitted: AdmittedSocket<Data>): Promise<void | HelloRefusal>;
   /** After the accepted reply: what the client missed meanwhile (shutdown waits for it). */
   welcome?(admitted: AdmittedSocket<Data>): Promise<void>;
   /** Events an admitted client may send, each answered through its acknowledgement. */
@@ -146,6 +152,11 @@ function attachGateway<Data extends object>(io: Server, ajv: Ajv, gateway: Gatew
     socket.once(gateway.helloEvent, async (message: unknown, ack?: (reply: unknown) => void) => {
       clearTimeout(helloTimer);
       const reply = (answer: unknown) => (typeof ack === 'function' ? ack(answer) : socket.emit(gateway.helloEvent, answer));
+      /** Answers with the refusal, then closes the connection (a moment later, so that the answer goes out first). */
+      const refuse = (refusal: HelloRefusal) => {
+        reply(refusal);
+        setTimeout(() => socket.disconnect(true), 50);
+      };
       const problem = helloProblem(validateHello, message);
       if (problem !== null) {
         reply({ ok: false, code: 'invalid', message: `${gateway.peer} sent a malformed hello: ${problem}` });
@@ -154,26 +165,22 @@ function attachGateway<Data extends object>(io: Server, ajv: Ajv, gateway: Gatew
       }
       try {
         const answer = await gateway.authenticate(message);
-        if (!answer.ok) {
-          reply(answer);
-          setTimeout(() => socket.disconnect(true), 50);
-          return;
-        }
+        if (!answer.ok) return refuse(answer);
         socket.data = answer.data;
         admitted = answer.data;
         const client: AdmittedSocket<Data> = { socket, data: answer.data, send: (event, payload) => socket.emit(event, payload) };
-        const refused = await gateway.admit?.(client, namespace);
-        if (refused) {
-          reply(refused);
-          setTimeout(() => socket.disconnect(true), 50);
-          return;
+        const room = gateway.room?.(answer.data);
+        if (room) {
+          await socket.join(room);
+          namespace.in(room).except(socket.id).disconnectSockets(true);
         }
+        const refused = await gateway.admit?.(client);
+        if (refused) return refuse(refused);
         reply(answer.reply);
         if (gateway.welcome) await track(gateway.welcome(client)).catch((error) => log.error({ err: error, ...gateway.logFields(answer.data) }, 'could not welcome the client'));
       } catch (error) {
         log.error({ err: error }, 'hello failed');
-        reply({ ok: false, code: 'invalid', message: 'The service could not take the connection; try again.' });
-        setTimeout(() => socket.disconnect(true), 50);
+        refuse({ ok: false, code: 'invalid', message: 'The service could not take the connection; try again.' });
       }
     });
 

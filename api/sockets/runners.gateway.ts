@@ -57,11 +57,12 @@ export function runnersGateway(deps: { runners: RunnersService }): Gateway<Runne
       }
     },
 
-    async admit({ socket, data }, namespace) {
-      await socket.join(runnerRoom(data.runnerId));
-      // One connection per runner: an older one (a zombie after a network drop, or a second
-      // process started with the same token) is closed, on whichever web process holds it.
-      namespace.in(runnerRoom(data.runnerId)).except(socket.id).disconnectSockets(true);
+    // One connection per runner: an older one (or a second process with the same token) is closed.
+    room: (data) => runnerRoom(data.runnerId),
+
+    // In its room, a revocation committing from now on reaches this connection; one committed
+    // before is seen here.
+    async admit({ data }) {
       if (!(await runners.stillHolds(data))) return { ok: false, code: 'revoked', message: `Runner ${data.runnerId} has been deleted; its token no longer works` };
     },
 
