@@ -1,14 +1,13 @@
 import type { AuditEntryInput } from '../../audit/audit.repository';
 import type { ActMessage, ResultMessage, ShowMessage } from '../../desktop/protocol';
 import type { ScopeJudgement } from '../../guardrails/scope-check';
-import type { TaskChange } from '../task-change';
 import type { TaskRow } from '../task-rows';
 import { respondRefusalError, stopRefusalError } from '../respond-errors';
 import { receiveResult } from './actions';
 import { approvalTimedOut, respond, timeOutOverdueApprovals, type AnsweredBy, type RespondInput } from './answers';
 import { scopeJudged } from './begin';
 import { catchUp, ownsTask, personTypedSecret } from './catch-up';
-import { computerGone, finish, stop, type EndStatus } from './ending';
+import { computerGone, stop } from './ending';
 import type { TaskLoopDeps } from './loop-deps';
 import { step } from './model-turn';
 import { reconcile } from './reconcile';
@@ -96,11 +95,6 @@ export class TaskLoop {
   /** The person typed a secret the agent was not allowed to type; recorded for the history. */
   personTypedSecret(taskId: string, requestId: string): Promise<void> {
     return personTypedSecret(this.deps, taskId, requestId);
-  }
-
-  /** Ends the task of `change`; see ending.ts. */
-  finish(change: TaskChange, status: EndStatus, message: string): Promise<void> {
-    return finish(this.deps, change, status, message);
   }
 
   /**
