@@ -11,6 +11,7 @@ import { guardrailsWiring } from '../workers/guardrails';
 import { webhooksWiring } from '../workers/webhooks';
 import { toolCallsWiring } from '../workers/tool-calls';
 import { maintenanceWiring } from '../workers/maintenance';
+import { evalsWiring } from '../workers/evals';
 
 /**
  * A process's whole wiring: its services (with the observers of task changes), the socket.io
@@ -33,7 +34,8 @@ export function composeDeskhand(config: Readonly<Config>, options: Parameters<ty
   const { logger, loop, sessions } = container;
   // What a computer sends while its task runs goes to the task loop.
   const inboxes = [taskDesktopInbox(loop, logger.child({ scope: 'desktop-inbox' }))];
-  const gateways = [desktopGateway({ sessions, logger: logger.child({ scope: 'desktop-gateway' }) }, inboxes), runnersGateway({ runners: container.runners })];
+  const gateways = [desktopGateway({ sessions, logger: logger.child({ scope: 'desktop-gateway' }) }, inboxes), runnersGateway({ runners: container.runners, machines: container.machines, console: container.runnerConsole })];
+  const evals = { machines: container.machines, startStates: container.startStateFlow };
   const { webhookDelivery } = container;
   const wirings: QueueWirings = {
     [QUEUE_NAMES.taskSteps]: taskStepsWiring({ loop }),
@@ -41,9 +43,8 @@ export function composeDeskhand(config: Readonly<Config>, options: Parameters<ty
     [QUEUE_NAMES.webhooks]: webhooksWiring({ webhookDelivery }),
     // A finished call resumes its task: the reply (or why it failed) goes to the model.
     [QUEUE_NAMES.toolCalls]: toolCallsWiring({ toolCalls: container.toolCalls, finished: (call) => loop.toolCallFinished(call) }),
-    // Evals' jobs arrive with evals: until then the queue has no processors.
-    [QUEUE_NAMES.evals]: { queue: QUEUE_NAMES.evals, concurrency: 5, processors: {} },
-    [QUEUE_NAMES.maintenance]: maintenanceWiring({ sessions, loop, webhookDelivery, redisWatch: container }),
+    [QUEUE_NAMES.evals]: evalsWiring(evals),
+    [QUEUE_NAMES.maintenance]: maintenanceWiring({ sessions, loop, webhookDelivery, evals, redisWatch: container }),
   };
   return { container, gateways, wirings };
 }

@@ -55,6 +55,10 @@ export interface Config {
   runnerHeartbeatMs: number;
   /** Silence after which a connected runner reads `offline` (spec: within 30 s). */
   runnerOfflineAfterMs: number;
+  /** How long a runner has to make a machine (boot it and connect it) before the make fails with `timeout`. */
+  machineBootTimeoutMs: number;
+  /** How long an open start state's machine stays open unless saved (its `view.expires_at`), when the request does not say. */
+  openMachineMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -159,6 +163,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     modelTimeoutMs: integer(env, 'DESKHAND_MODEL_TIMEOUT_MS', 300_000, 1000, 3_600_000),
     runnerHeartbeatMs: integer(env, 'DESKHAND_RUNNER_HEARTBEAT_MS', 10_000, 100, 60_000),
     runnerOfflineAfterMs: integer(env, 'DESKHAND_RUNNER_OFFLINE_AFTER_MS', 30_000, 300, 300_000),
+    machineBootTimeoutMs: integer(env, 'DESKHAND_MACHINE_BOOT_TIMEOUT_MS', 120_000, 1000, 3_600_000),
+    openMachineMs: integer(env, 'DESKHAND_OPEN_MACHINE_MS', 3_600_000, 1000, 24 * 3_600_000),
   };
   if (config.runnerOfflineAfterMs <= config.runnerHeartbeatMs) {
     throw new ConfigError('DESKHAND_RUNNER_OFFLINE_AFTER_MS must be longer than DESKHAND_RUNNER_HEARTBEAT_MS (a runner would read offline between two heartbeats)');

@@ -26,6 +26,10 @@ import { TasksService } from './tasks/tasks.service';
 import { TaskFollowers } from './tasks/task-followers';
 import { RunnerLink } from './runners/runner-link';
 import { RunnersService } from './runners/runners.service';
+import { RunnerConsole } from './runners/runner-console';
+import { MachinesService } from './machines/machines.service';
+import { StartStateFlow, startStateTasks } from './start-states/start-state-flow';
+import { StartStatesService } from './start-states/start-states.service';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -66,6 +70,11 @@ export interface Container {
   toolCalls: ToolCallService;
   /** Runners: registration, revocation, and what their connections report. */
   runners: RunnersService;
+  machines: MachinesService;
+  /** An open machine's screen and input, through its runner (a web process attaches it). */
+  runnerConsole: RunnerConsole;
+  startStates: StartStatesService;
+  startStateFlow: StartStateFlow;
   /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
@@ -125,7 +134,8 @@ export function createContainer(
     gemini: config.vendors.gemini,
   });
   // After a task change commits: its followers hear of it, its org events go to the webhooks queue.
-  const observers: TaskChangeObserver[] = [followerNotes(notifier), orgEventDispatch(queues), ...(options.observers ?? [])];
+  // A start state built by an instruction advances when its task ends.
+  const observers: TaskChangeObserver[] = [followerNotes(notifier), orgEventDispatch(queues), startStateTasks({ db, queues }), ...(options.observers ?? [])];
   const loop = new TaskLoop({
     db,
     clock,
@@ -145,12 +155,49 @@ export function createContainer(
   const followers = new TaskFollowers({ db, clock, notifier, baseUrl: config.baseUrl });
   // A computer that goes away takes its running task with it.
   sessions.onComputerGone((session, why) => loop.computerGone(session.code, why));
+  const runnerLink = new RunnerLink(redis, config.redisPrefix);
+  // A machine's owner hears of its changes through its own queue job.
+  let startStateFlow: StartStateFlow | undefined;
+  const machines = new MachinesService({
+    db,
+    queues,
+    link: runnerLink,
+    sessions,
+    logger: logger.child({ scope: 'machines' }),
+    notifyOwner: async (machine, why) => {
+      if (machine.owner_kind === 'start_state') await startStateFlow!.advanceSoon(machine.owner_id, why);
+    },
+    offlineAfterMs: config.runnerOfflineAfterMs,
+    bootTimeoutMs: config.machineBootTimeoutMs,
+  });
   const runners = new RunnersService({
     db,
-    link: new RunnerLink(redis, config.redisPrefix),
+    link: runnerLink,
     logger: logger.child({ scope: 'runners' }),
     heartbeatMs: config.runnerHeartbeatMs,
     offlineAfterMs: config.runnerOfflineAfterMs,
+    // A revoked runner's work goes elsewhere at once.
+    revoked: (runnerId) => machines.runnerLost(runnerId, `Runner ${runnerId} was deleted`),
+  });
+  startStateFlow = new StartStateFlow({
+    db,
+    queues,
+    logger: logger.child({ scope: 'start-states' }),
+    machines,
+    agents,
+    sessions,
+    createTask: (trx, input) => tasks.createInTransaction(trx, input),
+  });
+  const runnerConsole = new RunnerConsole();
+  const startStates = new StartStatesService({
+    db,
+    baseUrl: config.baseUrl,
+    machines,
+    flow: startStateFlow,
+    console: runnerConsole,
+    agents,
+    offlineAfterMs: config.runnerOfflineAfterMs,
+    openForMs: config.openMachineMs,
   });
 
   return {
@@ -179,6 +226,10 @@ export function createContainer(
     toolSecrets,
     toolCalls,
     runners,
+    machines,
+    runnerConsole,
+    startStates,
+    startStateFlow,
     async close() {
       await queues.close();
       subscriber.disconnect();

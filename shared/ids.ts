@@ -15,6 +15,8 @@ export const ID_PREFIX = {
   audit: 'aud',
   delivery: 'dlv',
   toolCall: 'call',
+  machine: 'mc',
+  runnerCommand: 'cmd',
 } as const;
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';

@@ -1,14 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { RUNNERS_NAMESPACE, runnerRoom } from '../../shared/runners/runner-link';
+import { Ajv } from 'ajv';
+import { RUNNERS_NAMESPACE, RunnerEvents, runnerRoom } from '../../shared/runners/runner-link';
 import { RunnerRefused, type RunnerConnection, type RunnersService } from '../../shared/runners/runners.service';
 import { invalidRequest } from '../../shared/errors';
+import type { MachinesService } from '../../shared/machines/machines.service';
+import type { RunnerConsole } from '../../shared/runners/runner-console';
 import type { Gateway } from './gateway';
 
-/** The runner protocol's events (docs/runners.md, "The gateway protocol"). */
-export const RunnerEvents = {
-  hello: 'runner:hello',
-  heartbeat: 'runner:heartbeat',
-} as const;
+
 
 const Name = (max: number, description: string) => Type.String({ minLength: 1, maxLength: max, description });
 
@@ -20,15 +19,29 @@ const Hello = Type.Object({
   slots: Type.Integer({ minimum: 0, maximum: 10_000, description: 'Machines it runs at once.' }),
   images: Type.Array(Name(200, 'An image id'), { maxItems: 200, description: 'Image ids it has.' }),
   busy: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000, description: 'Machines running now (after a reconnect); 0 when left out.' })),
+  machines: Type.Optional(Type.Array(Name(100, 'A machine id'), { maxItems: 10_000, description: 'The machines it runs now (after a reconnect), by id.' })),
 });
+
+/** A runner's answer to a command (docs/runners.md, "Machines and commands"). */
+const Done = Type.Union([
+  Type.Object({ command_id: Name(100, 'The command answered'), ok: Type.Literal(true), result: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }),
+  Type.Object({
+    command_id: Name(100, 'The command answered'),
+    ok: Type.Literal(false),
+    error: Type.Object({ code: Name(100, 'Why, in a word'), message: Type.String({ maxLength: 20_000 }) }),
+  }),
+]);
+
+const ajv = new Ajv({ strict: false });
+const validDone = ajv.compile(Done);
 
 /**
  * The `/runners` namespace (docs/runners.md): a runner says hello with its token and what it
- * has, then heartbeats. Everything it changes goes through `RunnersService`, which keeps it in
- * PostgreSQL for every web process to read.
+ * has, heartbeats, and answers the commands the service sends it. Everything it changes goes
+ * through `RunnersService` and `MachinesService`, which keep it in PostgreSQL for every process.
  */
-export function runnersGateway(deps: { runners: RunnersService }): Gateway<RunnerConnection> {
-  const { runners } = deps;
+export function runnersGateway(deps: { runners: RunnersService; machines: MachinesService; console: RunnerConsole }): Gateway<RunnerConnection & { machines: readonly string[] }> {
+  const { runners, machines } = deps;
   return {
     namespace: RUNNERS_NAMESPACE,
     name: 'runners',
@@ -50,7 +63,7 @@ export function runnersGateway(deps: { runners: RunnersService }): Gateway<Runne
           images: hello.images,
         });
         const reply = { ok: true as const, runner_id: connection.runnerId, name: connection.name, scope: connection.scope, heartbeat_ms: runners.heartbeatMs };
-        return { ok: true, data: connection, reply };
+        return { ok: true, data: { ...connection, machines: hello.machines ?? [] }, reply };
       } catch (error) {
         if (error instanceof RunnerRefused) return { ok: false, code: error.code, message: error.message };
         throw error;
@@ -66,8 +79,19 @@ export function runnersGateway(deps: { runners: RunnersService }): Gateway<Runne
       if (!(await runners.stillHolds(data))) return { ok: false, code: 'revoked', message: `Runner ${data.runnerId} has been deleted; its token no longer works` };
     },
 
-    events: [RunnerEvents.heartbeat],
-    async receive(data, _event, payload) {
+    // What it runs is reconciled with what the service placed on it; what it missed is sent again.
+    welcome: ({ data }) => machines.runnerConnected(data.runnerId, data.machines),
+
+    setUp: (namespace) => deps.console.attach(namespace),
+
+    events: [RunnerEvents.heartbeat, RunnerEvents.done],
+    async receive(data, event, payload) {
+      if (event === RunnerEvents.done) {
+        if (!validDone(payload)) throw invalidRequest(`runner:done ${ajv.errorsText(validDone.errors, { dataVar: 'answer' })}`);
+        const answer = payload as Static<typeof Done>;
+        await machines.answered(data.runnerId, answer.ok ? { command_id: answer.command_id, ok: true, result: answer.result ?? {} } : answer);
+        return { ok: true };
+      }
       const busy = (payload as { busy?: unknown } | null | undefined)?.busy;
       if (busy !== undefined && !(Number.isInteger(busy) && (busy as number) >= 0 && (busy as number) <= 10_000)) {
         throw invalidRequest('busy must be an integer from 0 to 10000');
@@ -76,6 +100,9 @@ export function runnersGateway(deps: { runners: RunnersService }): Gateway<Runne
       return { ok: true };
     },
 
-    gone: (data) => runners.gone(data),
+    async gone(data) {
+      await runners.gone(data);
+      await machines.runnerGone(data.runnerId);
+    },
   };
 }

@@ -68,7 +68,16 @@ export const JOBS = Object.freeze({
     /** Make one HTTP tool call (`tool_calls` row), once. */
     call: Type.Object({ call_id: Id }, { additionalProperties: false }),
   },
-  [QUEUE_NAMES.evals]: {},
+  [QUEUE_NAMES.evals]: {
+    /** Places waiting machines on runners with free slots, oldest first, and sends their makes (docs/runners.md). */
+    'place-machines': Type.Object({}, { additionalProperties: false }),
+    /** Delayed to a runner command's deadline: still unanswered, it fails with `timeout`. */
+    'command-timeout': Type.Object({ command_id: Id }, { additionalProperties: false }),
+    /** Delayed after a runner's connection closed: still offline, its machines are lost. */
+    'runner-check': Type.Object({ runner_id: Id }, { additionalProperties: false }),
+    /** A start state's next step, after its machine changed, a command was answered, its task ended or its open time is up. */
+    'start-state-advance': Type.Object({ start_state_id: Id }, { additionalProperties: false }),
+  },
 } satisfies Record<QueueName, Record<string, TSchema>>);
 
 export type JobCatalog = typeof JOBS;

@@ -4,6 +4,16 @@ import { socketIoKey } from '../desktop/computer-link';
 
 export const RUNNERS_NAMESPACE = '/runners';
 
+/** The runner protocol's events (docs/runners.md). */
+export const RunnerEvents = {
+  hello: 'runner:hello',
+  heartbeat: 'runner:heartbeat',
+  command: 'runner:command',
+  done: 'runner:done',
+  screen: 'runner:screen',
+  input: 'runner:input',
+} as const;
+
 /** The socket.io room of a runner: its connection joins it. */
 export const runnerRoom = (runnerId: string) => `runner:${runnerId}`;
 
@@ -19,6 +29,14 @@ export class RunnerLink {
     // whose disconnect was lost is refused at its next heartbeat (`RunnersService.heartbeat`).
     const publisher = { publish: (channel: string, message: string | Buffer) => redis.publish(channel, message).catch(() => 0) };
     this.runners = new Emitter(publisher, { key: socketIoKey(prefix) }).of(RUNNERS_NAMESPACE);
+  }
+
+  /**
+   * Sends a command (`runner:command`, docs/runners.md) to the runner, through whichever web
+   * process holds its connection; lost when none does (it is sent again at the runner's next hello).
+   */
+  command(runnerId: string, command: { command_id: string; type: string; machine_id: string | null; args: Record<string, unknown> }): void {
+    this.runners.to(runnerRoom(runnerId)).emit(RunnerEvents.command, command);
   }
 
   /** Closes the runner's connections, on whichever web process holds them. */

@@ -31,7 +31,7 @@ export function toRunner(row: RunnerReadRow): Runner {
     provider: row.provider,
     labels: row.labels,
     slots: row.slots,
-    busy: row.busy,
+    busy: row.machines_busy,
     images: row.images,
     version: row.version,
     last_seen_at: row.last_seen_at?.toISOString() ?? null,

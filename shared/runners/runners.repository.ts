@@ -28,6 +28,8 @@ export interface RunnerRow {
 /** A row as the API reads it: with `online` worked out by PostgreSQL, whose clock every process shares. */
 export interface RunnerReadRow extends RunnerRow {
   online: boolean;
+  /** The machines the service placed on it that take a slot now (its `busy`; the service is the authority). */
+  machines_busy: number;
 }
 
 /** What a runner reports of itself in its hello. */
@@ -48,10 +50,14 @@ export interface RunnerReport {
 const withOnline = (db: Db, offlineAfterMs: number) =>
   db.raw("(connection_id is not null and last_seen_at > now() - (? * interval '1 millisecond')) as online", [offlineAfterMs]);
 
+/** Machines that take one of the runner's slots now (see `LIVE_MACHINE_STATUSES`). */
+const machinesBusy = (db: Db) =>
+  db.raw("(select count(*)::int from machines m where m.runner_id = runners.id and m.status in ('starting', 'running', 'stopping')) as machines_busy");
+
 /** Runners an org may read: its own and the cloud ones, not revoked. */
 function visibleTo(db: Db, orgId: string, offlineAfterMs: number) {
   return db<RunnerReadRow>('runners')
-    .select('*', withOnline(db, offlineAfterMs))
+    .select('*', withOnline(db, offlineAfterMs), machinesBusy(db))
     .whereNull('revoked_at')
     .andWhere((q) => q.where({ org_id: orgId }).orWhere({ scope: 'cloud' }));
 }

@@ -56,13 +56,15 @@ export interface RunnersDeps {
   heartbeatMs: number;
   /** Silence after which a connected runner reads `offline`. */
   offlineAfterMs: number;
+  /** After a revocation commits: the runner's machines and unanswered commands are given up (`MachinesService.runnerLost`). */
+  revoked?: (runnerId: string) => Promise<void>;
 }
 
 /**
  * Runners (docs/runners.md): registering and revoking them (audited in the same transaction),
  * reading them, and what their connections on the `/runners` namespace do: hello, heartbeat,
- * goodbye. Slot accounting (never more machines than free slots) comes with machines; `slots`
- * and `busy` are stored as the runner reports them.
+ * goodbye. What runs on them is `MachinesService`'s; `busy` is the service's own count of the
+ * machines it placed there.
  */
 export class RunnersService {
   constructor(private readonly deps: RunnersDeps) {}
@@ -98,7 +100,7 @@ export class RunnersService {
       });
       return inserted;
     });
-    return { runner: toRunner({ ...row, online: false }), token };
+    return { runner: toRunner({ ...row, online: false, machines_busy: 0 }), token };
   }
 
   /** The org's runners and the cloud runners, newest first, in one page. */
@@ -149,7 +151,8 @@ export class RunnersService {
       return revoked;
     });
     this.deps.link.disconnect(where.id);
-    return toRunner({ ...row, online: false });
+    await this.deps.revoked?.(where.id);
+    return toRunner({ ...row, online: false, machines_busy: 0 });
   }
 
   /**

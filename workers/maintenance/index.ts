@@ -3,6 +3,7 @@ import type { SessionsService } from '../../shared/sessions/sessions.service';
 import type { QueueWiring } from '../runtime';
 import { createSweepProcessor, type SweepStep } from './sweep.processor';
 import { webhookSweepSteps } from '../webhooks';
+import { evalsSweepSteps, type EvalsDeps } from '../evals';
 import { createExpireSessionProcessor } from './expire-session.processor';
 import { createApprovalTimeoutProcessor, type TaskTimers } from './task-timers.processor';
 import { watchRedis, type RedisWatchDeps } from './redis-watch';
@@ -19,6 +20,7 @@ export interface MaintenanceDeps {
   sessions: Pick<SessionsService, 'expireDue'>;
   loop: TaskTimers & { reconcile(quietMs?: number): Promise<number>; timeOutOverdueApprovals(): Promise<number> };
   webhookDelivery: Parameters<typeof webhookSweepSteps>[0]['webhookDelivery'];
+  evals: EvalsDeps;
 }
 
 /** The reconcile sweep's steps, in the order they run. */
@@ -29,6 +31,7 @@ export function sweepSteps(deps: MaintenanceDeps): SweepStep[] {
     // Approvals past approval_timeout_minutes whose delayed job was lost.
     { name: 'approval-timeouts', run: () => deps.loop.timeOutOverdueApprovals() },
     ...webhookSweepSteps(deps),
+    ...evalsSweepSteps(deps.evals),
   ];
 }
 

@@ -1,0 +1,114 @@
+import { Type } from '@sinclair/typebox';
+import type { Container } from '../../shared/container';
+import { defineRoute, type RouteSpec } from '../routing';
+import { ListOf, PageQuery } from '../schemas/common.schemas';
+import { CreateStartStateBody, StartStateParams, StartStateSchema, UpdateStartStateBody } from '../schemas/start-states.schemas';
+
+const TAG = 'Start states';
+
+/** Start states (spec: Start state; docs/evals.md): images, and the org's states made, opened, saved, changed and deleted. */
+export function startStateRoutes(container: Container): RouteSpec[] {
+  const { startStates } = container;
+  const caller = (auth: { orgId: string; actor: Parameters<typeof startStates.create>[0]['actor'] }) => ({ orgId: auth.orgId, actor: auth.actor });
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/start_states',
+      operationId: 'listStartStates',
+      summary: 'The images of the org\'s runners (and cloud runners), then the org\'s start states, newest first',
+      description: 'Images (`kind: image`) come on the first page only, before the states; the states are paginated.',
+      tag: TAG,
+      auth: 'api_key',
+      query: Type.Object({ ...PageQuery }, { additionalProperties: false }),
+      response: ListOf(StartStateSchema),
+      errors: [],
+      handler: async ({ auth, query }) => startStates.list(auth.orgId, { limit: query.limit ?? 20, cursor: query.cursor ?? null }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/start_states',
+      operationId: 'createStartState',
+      summary: 'Make a start state from an image or a ready state: by hand, by a script or by an agent\'s instruction',
+      description:
+        '`hand`: `open` at once with a live view (`view`); save it when done. `script`: `building` while the script runs in the machine\'s shell, ' +
+        'then `ready` at version 1, or `failed` with its exit status and output. `instruction`: `building` while an agent task (`task_id`) carries it ' +
+        'out, then `ready`, or `failed` with the task\'s error. 400 naming `from` when it is neither an image of the org\'s runners nor a saved state; ' +
+        '409 `no_runner` when no runner that can make the machine is online. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      body: CreateStartStateBody,
+      response: StartStateSchema,
+      errors: [400, 404, 409],
+      handler: async ({ auth, body, requestId }) => startStates.create(caller(auth), body, requestId),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/start_states/{start_state_id}',
+      operationId: 'getStartState',
+      summary: 'One start state, or an image by its name',
+      tag: TAG,
+      auth: 'api_key',
+      params: StartStateParams,
+      response: StartStateSchema,
+      errors: [404],
+      handler: async ({ auth, params }) => startStates.get(auth.orgId, params.start_state_id),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/v1/start_states/{start_state_id}',
+      operationId: 'updateStartState',
+      summary: 'Change a start state\'s name, description or metadata',
+      description: 'Send only the fields to change. An image cannot be changed: 403 `image`. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      params: StartStateParams,
+      body: UpdateStartStateBody,
+      response: StartStateSchema,
+      errors: [400, 403, 404],
+      handler: async ({ auth, params, body, requestId }) => startStates.update(caller(auth), params.start_state_id, body, requestId),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/start_states/{start_state_id}',
+      operationId: 'deleteStartState',
+      summary: 'Delete a start state and its saved disks',
+      description:
+        'Its open machine (if any) is shut down and its saved disks are deleted on the runner that keeps them. Returns it as it was; ' +
+        'afterwards it is 404. An image cannot be deleted: 403 `image`. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      params: StartStateParams,
+      response: StartStateSchema,
+      errors: [403, 404, 409],
+      handler: async ({ auth, params, requestId }) => startStates.delete(caller(auth), params.start_state_id, requestId),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/start_states/{start_state_id}/open',
+      operationId: 'openStartState',
+      summary: 'Open a ready start state: a machine from its latest version, with a live view',
+      description:
+        '`open` with `view` until `view.expires_at` (60 minutes by default); save it to keep changes as the next version, or let it close ' +
+        'unsaved. 409 `not_ready` unless it is ready; 409 `no_runner` when the runner that keeps its disks is offline. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      params: StartStateParams,
+      response: StartStateSchema,
+      errors: [404, 409],
+      handler: async ({ auth, params, requestId }) => startStates.open(caller(auth), params.start_state_id, {}, requestId),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/start_states/{start_state_id}/save',
+      operationId: 'saveStartState',
+      summary: 'Shut the open machine down and keep its disk as the next version',
+      description: '`saving`, then `ready` with `version` one higher. 409 `not_open` unless it is open; 403 `image` for an image. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      params: StartStateParams,
+      response: StartStateSchema,
+      errors: [403, 404, 409],
+      handler: async ({ auth, params, requestId }) => startStates.save(caller(auth), params.start_state_id, requestId),
+    }),
+  ];
+}

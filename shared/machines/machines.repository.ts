@@ -1,0 +1,138 @@
+import type { Knex } from '../db/knex';
+import { LIVE_MACHINE_STATUSES, type CommandRow, type CommandType, type MachineRow, type MachineStatus } from './machine-rows';
+
+type Db = Knex | Knex.Transaction;
+
+/** A runner that may take a machine now, with its slots and how many it runs. */
+export interface Candidate {
+  id: string;
+  scope: 'org' | 'cloud';
+  slots: number;
+  live: number;
+}
+
+const json = (value: unknown) => JSON.stringify(value) as never;
+
+export async function insertMachine(db: Db, row: Pick<MachineRow, 'id' | 'org_id' | 'owner_kind' | 'owner_id' | 'disk' | 'image' | 'os' | 'pinned_runner_id' | 'session_code'>): Promise<MachineRow> {
+  const [inserted] = await db<MachineRow>('machines').insert({ ...row, disk: json(row.disk), status: 'waiting' }).returning('*');
+  return inserted!;
+}
+
+export async function findMachine(db: Db, id: string, lock = false): Promise<MachineRow | undefined> {
+  const query = db<MachineRow>('machines').where({ id }).first();
+  return lock ? query.forUpdate() : query;
+}
+
+export async function updateMachine(db: Db, id: string, changes: Partial<MachineRow>): Promise<MachineRow> {
+  const [row] = await db<MachineRow>('machines').where({ id }).update({ ...changes, updated_at: db.fn.now() as never }).returning('*');
+  return row!;
+}
+
+/**
+ * Locks the runners that could take this machine now (online, not revoked, the org's own or
+ * cloud, with the image, the pinned one if any), in id order so that two placements never wait
+ * on each other in a circle. Their live machines are counted by the next statement, which sees
+ * every placement committed before the locks were granted.
+ */
+export async function lockCandidateRunners(db: Knex.Transaction, machine: Pick<MachineRow, 'org_id' | 'image' | 'pinned_runner_id'>, offlineAfterMs: number): Promise<string[]> {
+  const query = db('runners')
+    .select('id')
+    .whereNull('revoked_at')
+    .whereNotNull('connection_id')
+    .andWhereRaw("last_seen_at > now() - (? * interval '1 millisecond')", [offlineAfterMs])
+    .andWhere((q) => q.where({ org_id: machine.org_id }).orWhere({ scope: 'cloud' }))
+    .andWhereRaw('images \\? ?', [machine.image])
+    .orderBy('id')
+    .forUpdate();
+  if (machine.pinned_runner_id) query.andWhere({ id: machine.pinned_runner_id });
+  const rows = await query;
+  return rows.map((row: { id: string }) => row.id);
+}
+
+/** The runners with their slots and live machines, the org's own first, then the least loaded. */
+export async function candidatesWithLoad(db: Db, runnerIds: string[]): Promise<Candidate[]> {
+  if (!runnerIds.length) return [];
+  const { rows } = await db.raw<{ rows: Candidate[] }>(
+    `select r.id, r.scope, r.slots,
+            (select count(*)::int from machines m where m.runner_id = r.id and m.status = any(?)) as live
+       from runners r where r.id = any(?)`,
+    [LIVE_MACHINE_STATUSES as string[], runnerIds],
+  );
+  return rows.sort((a, b) => Number(b.scope === 'org') - Number(a.scope === 'org') || (b.slots - b.live) - (a.slots - a.live) || a.id.localeCompare(b.id));
+}
+
+/** The oldest waiting machines, for placement. */
+export async function waitingMachineIds(db: Db, limit: number): Promise<string[]> {
+  const rows = await db('machines').where({ status: 'waiting' }).orderBy('seq').limit(limit).select('id');
+  return rows.map((row: { id: string }) => row.id);
+}
+
+/** The machines a runner holds a slot for. */
+export async function liveMachinesOn(db: Db, runnerId: string, lock = false): Promise<MachineRow[]> {
+  const query = db<MachineRow>('machines').where({ runner_id: runnerId }).whereIn('status', LIVE_MACHINE_STATUSES as MachineStatus[]).orderBy('seq');
+  return lock ? query.forUpdate() : query;
+}
+
+export async function insertCommand(db: Db, row: Pick<CommandRow, 'id' | 'runner_id' | 'machine_id' | 'type' | 'args'> & { deadlineMs: number }): Promise<CommandRow> {
+  const { deadlineMs, ...fields } = row;
+  const [inserted] = await db<CommandRow>('runner_commands')
+    .insert({ ...fields, args: json(fields.args), status: 'sent', deadline_at: db.raw("now() + (? * interval '1 millisecond')", [deadlineMs]) as never })
+    .returning('*');
+  return inserted!;
+}
+
+export async function findCommand(db: Db, id: string, lock = false): Promise<CommandRow | undefined> {
+  const query = db<CommandRow>('runner_commands').where({ id }).first();
+  return lock ? query.forUpdate() : query;
+}
+
+/** Settles a command still waiting for its answer; undefined when it was settled already. */
+export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>): Promise<CommandRow | undefined> {
+  const [row] = await db<CommandRow>('runner_commands')
+    .where({ id, status: 'sent' })
+    .update({ ...outcome, result: outcome.result === null ? null : json(outcome.result), finished_at: db.fn.now() as never })
+    .returning('*');
+  return row;
+}
+
+/** The commands a runner has not answered, oldest first (sent again when it reconnects). */
+export async function unansweredCommands(db: Db, runnerId: string): Promise<CommandRow[]> {
+  return db<CommandRow>('runner_commands').where({ runner_id: runnerId, status: 'sent' }).orderBy('seq');
+}
+
+/** Unanswered commands past their deadline (their timeout jobs may have been lost). */
+export async function overdueCommandIds(db: Db, limit: number): Promise<string[]> {
+  const rows = await db('runner_commands').where({ status: 'sent' }).andWhere('deadline_at', '<', db.fn.now()).orderBy('deadline_at').limit(limit).select('id');
+  return rows.map((row: { id: string }) => row.id);
+}
+
+/** The latest command of a type about a machine. */
+export async function latestCommand(db: Db, machineId: string, type: CommandType): Promise<CommandRow | undefined> {
+  return db<CommandRow>('runner_commands').where({ machine_id: machineId, type }).orderBy('seq', 'desc').first();
+}
+
+/**
+ * Runners that are not online (revoked, disconnected, or silent past `offlineAfterMs`) but still
+ * hold machines or owe answers: the sweep treats them as lost.
+ */
+export async function lostRunnerIds(db: Db, offlineAfterMs: number): Promise<string[]> {
+  const { rows } = await db.raw<{ rows: Array<{ id: string }> }>(
+    `select r.id from runners r
+      where not (r.revoked_at is null and r.connection_id is not null and r.last_seen_at > now() - (? * interval '1 millisecond'))
+        and (exists (select 1 from machines m where m.runner_id = r.id and m.status = any(?))
+             or exists (select 1 from runner_commands c where c.runner_id = r.id and c.status = 'sent'))`,
+    [offlineAfterMs, LIVE_MACHINE_STATUSES as string[]],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** Whether the runner is online now (the same test as its `status`). */
+export async function isRunnerOnline(db: Db, runnerId: string, offlineAfterMs: number): Promise<boolean> {
+  const row = await db('runners')
+    .where({ id: runnerId })
+    .whereNull('revoked_at')
+    .whereNotNull('connection_id')
+    .andWhereRaw("last_seen_at > now() - (? * interval '1 millisecond')", [offlineAfterMs])
+    .first('id');
+  return row !== undefined;
+}

@@ -1,0 +1,340 @@
+import type { Knex } from '../db/knex';
+import type { Logger } from '../logger';
+import type { JobQueues } from '../queues/job-queues';
+import { jobId } from '../queues/job-queues';
+import { QUEUE_NAMES } from '../queues/catalog';
+import { newId, randomString } from '../ids';
+import type { SessionsService } from '../sessions/sessions.service';
+import type { RunnerLink } from '../runners/runner-link';
+import type { CommandAnswer, CommandRow, CommandType, Disk, MachineOwnerKind, MachineRow } from './machine-rows';
+import {
+  candidatesWithLoad,
+  findCommand,
+  findMachine,
+  insertCommand,
+  insertMachine,
+  isRunnerOnline,
+  liveMachinesOn,
+  lockCandidateRunners,
+  lostRunnerIds,
+  overdueCommandIds,
+  settleCommand,
+  unansweredCommands,
+  updateMachine,
+  waitingMachineIds,
+} from './machines.repository';
+
+/** A machine's owner is told after each change of it: made, failed, a command answered (`why`). */
+export type NotifyOwner = (machine: Pick<MachineRow, 'id' | 'owner_kind' | 'owner_id'>, why: string) => Promise<void>;
+
+export interface MachinesDeps {
+  db: Knex;
+  queues: JobQueues;
+  link: RunnerLink;
+  sessions: Pick<SessionsService, 'createMachineSession' | 'endMachineSession'>;
+  logger: Logger;
+  notifyOwner: NotifyOwner;
+  /** Silence after which a connected runner reads offline; also how long a runner that dropped its connection has to come back before its machines are lost. */
+  offlineAfterMs: number;
+  /** How long a runner has to make a machine (boot and connect it). */
+  bootTimeoutMs: number;
+}
+
+/** What a machine is asked for. */
+export interface MachineRequest {
+  orgId: string;
+  owner: { kind: MachineOwnerKind; id: string };
+  disk: Disk;
+  os: string;
+  /** A state disk lives on one runner: the machine can be made only there. */
+  pinnedRunnerId?: string | null;
+  /** For the machine session's audit row ("start state ss_… (script)"). */
+  label: string;
+}
+
+/** Deadlines of the commands that do not carry their own. */
+const SAVE_TIMEOUT_MS = 60_000;
+const DESTROY_TIMEOUT_MS = 60_000;
+/** A script's deadline is its own timeout plus this, for the runner to answer. */
+const SCRIPT_GRACE_MS = 30_000;
+/** Waiting machines looked at by one placement pass. */
+const PLACE_BATCH = 100;
+
+/**
+ * Machines on runners (docs/runners.md): which runner makes one (the service counts slots and
+ * never asks for more than are free), the commands about it (each a row, sent through the web
+ * process that holds the runner's connection, answered or timed out), and what happens when a
+ * runner goes. Its owner (a start state, later a try) is told of every change and decides what
+ * comes next; this service decides nothing for it.
+ */
+export class MachinesService {
+  constructor(private readonly deps: MachinesDeps) {}
+
+  /**
+   * Records a machine waiting for a slot, with the machine session it will pair with, in the
+   * caller's transaction. Call `placeSoon` once it commits.
+   */
+  async request(trx: Knex.Transaction, input: MachineRequest): Promise<MachineRow> {
+    const { code } = await this.deps.sessions.createMachineSession(trx, { orgId: input.orgId, label: input.label });
+    return insertMachine(trx, {
+      id: newId('mc'),
+      org_id: input.orgId,
+      owner_kind: input.owner.kind,
+      owner_id: input.owner.id,
+      disk: input.disk,
+      image: input.disk.image,
+      os: input.os,
+      pinned_runner_id: input.pinnedRunnerId ?? null,
+      session_code: code,
+    });
+  }
+
+  /** Queues a placement pass (worker-evals); passes asked for while one waits are one. */
+  async placeSoon(): Promise<void> {
+    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machines', {}, {
+      jobId: jobId('place', Date.now(), randomString(6)),
+      // At most one pass runs and one waits: a request during a pass is the pass after it.
+      deduplication: { id: 'place-machines', keepLastIfActive: true },
+      removeOnComplete: true,
+    });
+  }
+
+  /**
+   * Places waiting machines, oldest first, each on the runner with the most free slots (the
+   * org's own before cloud ones). A machine no runner can take now stays waiting. Returns how
+   * many were placed.
+   */
+  async placeWaiting(): Promise<number> {
+    let placed = 0;
+    for (const id of await waitingMachineIds(this.deps.db, PLACE_BATCH)) {
+      if (await this.place(id)) placed += 1;
+    }
+    return placed;
+  }
+
+  /** Places one waiting machine; false when no runner has a free slot for it now. */
+  async place(machineId: string): Promise<boolean> {
+    const sent = await this.deps.db.transaction(async (trx) => {
+      const machine = await findMachine(trx, machineId, true);
+      if (machine?.status !== 'waiting') return null;
+      const locked = await lockCandidateRunners(trx, machine, this.deps.offlineAfterMs);
+      const runner = (await candidatesWithLoad(trx, locked)).find((candidate) => candidate.live < candidate.slots);
+      if (!runner) return null;
+      await updateMachine(trx, machine.id, { runner_id: runner.id, status: 'starting', placements: machine.placements + 1 });
+      return insertCommand(trx, {
+        id: newId('cmd'),
+        runner_id: runner.id,
+        machine_id: machine.id,
+        type: 'machine.make',
+        args: { disk: machine.disk, os: machine.os, session: { code: machine.session_code } },
+        deadlineMs: this.deps.bootTimeoutMs,
+      });
+    });
+    if (!sent) return false;
+    await this.send(sent);
+    return true;
+  }
+
+  /** Runs a script in the machine's shell; the owner hears when it is answered. */
+  async runScript(machine: MachineRow, script: string, timeoutMs: number, trx?: Knex.Transaction): Promise<CommandRow> {
+    return this.command(trx, machine, 'machine.run', { script, timeout_ms: timeoutMs }, timeoutMs + SCRIPT_GRACE_MS);
+  }
+
+  /** Keeps the machine's disk as a state version on its runner. */
+  async save(machine: MachineRow, disk: Disk, trx?: Knex.Transaction): Promise<CommandRow> {
+    return this.command(trx, machine, 'machine.save', { disk }, SAVE_TIMEOUT_MS);
+  }
+
+  /**
+   * Lets the machine go: a running one is destroyed on its runner (its slot is free once the
+   * runner says so), a waiting one is dropped at once. Its session ends either way.
+   */
+  async release(machineId: string, reason: string): Promise<void> {
+    const outcome = await this.deps.db.transaction(async (trx) => {
+      const machine = await findMachine(trx, machineId, true);
+      if (!machine || machine.status === 'destroyed' || machine.status === 'failed' || machine.status === 'stopping') return null;
+      if (machine.status === 'waiting' || !machine.runner_id) {
+        return { machine: await updateMachine(trx, machine.id, { status: 'destroyed', ended_at: trx.fn.now() as never }), command: null };
+      }
+      const updated = await updateMachine(trx, machine.id, { status: 'stopping' });
+      return { machine: updated, command: await this.insert(trx, updated, 'machine.destroy', {}, DESTROY_TIMEOUT_MS) };
+    });
+    if (!outcome) return;
+    await this.endSession(outcome.machine, reason);
+    if (outcome.command) await this.send(outcome.command);
+  }
+
+  /** Deletes every saved version of a state on the runner that keeps them. */
+  async deleteDisks(runnerId: string, stateId: string): Promise<void> {
+    const command = await insertCommand(this.deps.db, { id: newId('cmd'), runner_id: runnerId, machine_id: null, type: 'disk.delete', args: { state: stateId }, deadlineMs: DESTROY_TIMEOUT_MS });
+    await this.send(command);
+  }
+
+  /**
+   * A runner's answer (`runner:done`, from the connection that holds `runnerId`). An answer to a
+   * command already settled (answered twice, or timed out) changes nothing.
+   */
+  async answered(runnerId: string, answer: CommandAnswer): Promise<void> {
+    const outcome = answer.ok
+      ? { status: 'done' as const, result: answer.result, error_code: null, error: null }
+      : { status: 'failed' as const, result: null, error_code: answer.error.code, error: answer.error.message };
+    await this.settle(answer.command_id, outcome, runnerId);
+  }
+
+  /** A command's deadline passed (its delayed job, or the sweep): unanswered, it fails with `timeout`. */
+  async timedOut(commandId: string): Promise<void> {
+    await this.settle(commandId, { status: 'failed', result: null, error_code: 'timeout', error: 'The runner did not answer in time' });
+  }
+
+  /**
+   * A runner connected (a hello): what it says it runs is reconciled with what the service
+   * placed on it, and what it was not told is sent again.
+   */
+  async runnerConnected(runnerId: string, reported: readonly string[]): Promise<void> {
+    const running = new Set(reported);
+    const live = await liveMachinesOn(this.deps.db, runnerId);
+    const liveIds = new Set(live.map((machine) => machine.id));
+    // Machines the service placed there that the runner no longer has (it restarted): lost. One
+    // still starting may not have reached it yet: its make is sent again below.
+    for (const machine of live) {
+      if (!running.has(machine.id) && machine.status !== 'starting') await this.lose(machine.id, `Runner ${runnerId} restarted and no longer has the machine`);
+    }
+    // Machines it runs that the service does not want there (failed over, or released meanwhile).
+    for (const id of running) {
+      if (!liveIds.has(id)) this.deps.link.command(runnerId, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: id, args: {} });
+    }
+    for (const command of await unansweredCommands(this.deps.db, runnerId)) this.deps.link.command(runnerId, wire(command));
+    await this.placeSoon();
+  }
+
+  /**
+   * A runner's connection closed: unless it is back within `offlineAfterMs`, its machines are
+   * lost (a check is queued for then).
+   */
+  async runnerGone(runnerId: string): Promise<void> {
+    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'runner-check', { runner_id: runnerId }, {
+      jobId: jobId('runner-check', runnerId, Date.now()),
+      delay: this.deps.offlineAfterMs,
+    });
+  }
+
+  /** The delayed check after a runner's connection closed (and the sweep's): a runner still offline has lost its work. */
+  async checkRunner(runnerId: string): Promise<void> {
+    if (await isRunnerOnline(this.deps.db, runnerId, this.deps.offlineAfterMs)) return;
+    await this.runnerLost(runnerId, `Runner ${runnerId} went offline`);
+  }
+
+  /**
+   * A runner is gone for good (revoked, or offline too long): every command it owes fails with
+   * `runner_lost` and every machine on it is lost; their owners are told, and move the work elsewhere.
+   */
+  async runnerLost(runnerId: string, reason: string): Promise<void> {
+    for (const command of await unansweredCommands(this.deps.db, runnerId)) {
+      await this.settle(command.id, { status: 'failed', result: null, error_code: 'runner_lost', error: reason });
+    }
+    for (const machine of await liveMachinesOn(this.deps.db, runnerId)) await this.lose(machine.id, reason);
+  }
+
+  /** The sweep: runners gone without a goodbye, commands past their deadline, machines waiting for a slot. */
+  async sweep(): Promise<number> {
+    let acted = 0;
+    for (const runnerId of await lostRunnerIds(this.deps.db, this.deps.offlineAfterMs)) {
+      await this.runnerLost(runnerId, `Runner ${runnerId} went offline`);
+      acted += 1;
+    }
+    for (const commandId of await overdueCommandIds(this.deps.db, 500)) {
+      await this.timedOut(commandId);
+      acted += 1;
+    }
+    return acted + (await this.placeWaiting());
+  }
+
+  async get(machineId: string): Promise<MachineRow | undefined> {
+    return findMachine(this.deps.db, machineId);
+  }
+
+  /** Settles a command and applies it to its machine, in one transaction; then tells the owner. */
+  private async settle(commandId: string, outcome: Parameters<typeof settleCommand>[2], fromRunner?: string): Promise<void> {
+    const applied = await this.deps.db.transaction(async (trx) => {
+      const command = await findCommand(trx, commandId);
+      if (!command || command.status !== 'sent' || (fromRunner !== undefined && command.runner_id !== fromRunner)) return null;
+      // The machine first, then the command: the order every change of a machine locks in.
+      const machine = command.machine_id ? await findMachine(trx, command.machine_id, true) : undefined;
+      const settled = await settleCommand(trx, commandId, outcome);
+      if (!settled) return null;
+      return { command: settled, machine: machine ? await this.applyToMachine(trx, machine, settled) : undefined };
+    });
+    if (!applied) return;
+    const { command, machine } = applied;
+    if (command.status === 'failed') this.deps.logger.warn({ command: command.id, type: command.type, runner: command.runner_id, code: command.error_code, error: command.error }, 'runner command failed');
+    if (machine && (machine.status === 'failed' || machine.status === 'destroyed')) {
+      await this.endSession(machine, machine.error ?? 'The machine was destroyed');
+      // Its slot is free (or it never got one): machines waiting for one may go now.
+      await this.placeSoon();
+      // A make that timed out may still finish on the runner later: it is told to destroy it.
+      if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });
+    }
+    if (machine) await this.deps.notifyOwner(machine, `${command.type}:${command.id}`);
+  }
+
+  /** What a settled command means for its machine. */
+  private async applyToMachine(trx: Knex.Transaction, machine: MachineRow, command: CommandRow): Promise<MachineRow> {
+    if (command.type === 'machine.make' && machine.status === 'starting') {
+      if (command.status === 'done') return updateMachine(trx, machine.id, { status: 'running' });
+      return updateMachine(trx, machine.id, { status: 'failed', error: `The runner could not make the machine (${command.error_code}): ${command.error}`, ended_at: trx.fn.now() as never });
+    }
+    if (command.type === 'machine.destroy' && machine.status === 'stopping') {
+      // A destroy that failed or went unanswered still frees the slot: the runner is told again
+      // to destroy it if it reports the machine after a reconnect.
+      return updateMachine(trx, machine.id, { status: 'destroyed', ended_at: trx.fn.now() as never });
+    }
+    return machine;
+  }
+
+  /** A live machine is gone with its runner: failed, its slot freed, its owner told. */
+  private async lose(machineId: string, reason: string): Promise<void> {
+    const machine = await this.deps.db.transaction(async (trx) => {
+      const current = await findMachine(trx, machineId, true);
+      if (!current || !['starting', 'running', 'stopping'].includes(current.status)) return null;
+      const status = current.status === 'stopping' ? 'destroyed' : 'failed';
+      return updateMachine(trx, machineId, { status, error: status === 'failed' ? reason : current.error, ended_at: trx.fn.now() as never });
+    });
+    if (!machine) return;
+    this.deps.logger.warn({ machine: machine.id, runner: machine.runner_id, reason }, 'machine lost');
+    await this.endSession(machine, reason);
+    await this.placeSoon();
+    await this.deps.notifyOwner(machine, `lost:${machine.id}`);
+  }
+
+  private async command(trx: Knex.Transaction | undefined, machine: MachineRow, type: CommandType, args: Record<string, unknown>, deadlineMs: number): Promise<CommandRow> {
+    const command = await this.insert(trx ?? this.deps.db, machine, type, args, deadlineMs);
+    // In the caller's transaction, the caller sends it after the commit (`send`).
+    if (!trx) await this.send(command);
+    return command;
+  }
+
+  private insert(db: Knex | Knex.Transaction, machine: MachineRow, type: CommandType, args: Record<string, unknown>, deadlineMs: number): Promise<CommandRow> {
+    if (!machine.runner_id) throw new Error(`machine ${machine.id} is on no runner`);
+    return insertCommand(db, { id: newId('cmd'), runner_id: machine.runner_id, machine_id: machine.id, type, args, deadlineMs });
+  }
+
+  /** Sends a recorded command to its runner and queues its timeout. */
+  async send(command: CommandRow): Promise<void> {
+    this.deps.link.command(command.runner_id, wire(command));
+    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'command-timeout', { command_id: command.id }, {
+      jobId: jobId('command-timeout', command.id),
+      delay: Math.max(0, command.deadline_at.getTime() - Date.now()),
+    });
+  }
+
+  private async endSession(machine: MachineRow, reason: string): Promise<void> {
+    await this.deps.sessions.endMachineSession(machine.org_id, machine.session_code, { reason }).catch((error: unknown) => {
+      this.deps.logger.warn({ err: error, machine: machine.id }, 'could not end the machine session');
+    });
+  }
+}
+
+/** A command as the runner receives it (`runner:command`). */
+function wire(command: CommandRow) {
+  return { command_id: command.id, type: command.type, machine_id: command.machine_id, args: command.args };
+}

@@ -1,0 +1,80 @@
+import type { Knex } from '../db/knex';
+import { paginate, type Page, type PageRequest } from '../pagination';
+import type { StartStateRow } from './start-state-rows';
+
+type Db = Knex | Knex.Transaction;
+
+const json = (value: unknown) => JSON.stringify(value) as never;
+
+export async function insertStartState(db: Db, row: Omit<StartStateRow, 'seq' | 'created_at' | 'updated_at' | 'deleted_at' | 'version' | 'runner_id' | 'labels' | 'error' | 'task_id' | 'machine_attempts'> & Partial<Pick<StartStateRow, 'runner_id' | 'labels'>>): Promise<StartStateRow> {
+  const [inserted] = await db<StartStateRow>('start_states')
+    .insert({ ...row, from_disk: json(row.from_disk), metadata: json(row.metadata), labels: json(row.labels ?? []), machine_attempts: row.machine_id ? 1 : 0 })
+    .returning('*');
+  return inserted!;
+}
+
+/** One of the org's start states (not deleted). */
+export async function findStartState(db: Db, orgId: string, id: string, lock = false): Promise<StartStateRow | undefined> {
+  const query = db<StartStateRow>('start_states').where({ org_id: orgId, id }).whereNull('deleted_at').first();
+  return lock ? query.forUpdate() : query;
+}
+
+/** A start state by id, deleted or not (the flow's jobs carry ids only). */
+export async function findStartStateById(db: Db, id: string, lock = false): Promise<StartStateRow | undefined> {
+  const query = db<StartStateRow>('start_states').where({ id }).first();
+  return lock ? query.forUpdate() : query;
+}
+
+export async function findStartStateByViewToken(db: Db, token: string): Promise<StartStateRow | undefined> {
+  return db<StartStateRow>('start_states').where({ view_token: token, status: 'open' }).whereNull('deleted_at').first();
+}
+
+export async function findStartStateByTask(db: Db, taskId: string): Promise<StartStateRow | undefined> {
+  return db<StartStateRow>('start_states').where({ task_id: taskId }).first();
+}
+
+export async function updateStartState(db: Db, id: string, changes: Partial<StartStateRow>): Promise<StartStateRow> {
+  const fields: Record<string, unknown> = { ...changes, updated_at: db.fn.now() };
+  for (const key of ['metadata', 'labels', 'from_disk'] as const) if (key in changes) fields[key] = json(changes[key]);
+  const [row] = await db<StartStateRow>('start_states').where({ id }).update(fields).returning('*');
+  return row!;
+}
+
+export function listStartStates<T>(db: Knex, orgId: string, page: PageRequest, toObject: (row: StartStateRow) => T): Promise<Page<T>> {
+  return paginate<StartStateRow & Record<string, unknown>, T>(db('start_states').where({ org_id: orgId }).whereNull('deleted_at'), page, toObject);
+}
+
+/** Open states whose view expired (their delayed close may have been lost), and building or saving ones whose machine is gone. */
+export async function startStatesNeedingAttention(db: Db, limit: number): Promise<string[]> {
+  const { rows } = await db.raw<{ rows: Array<{ id: string }> }>(
+    `select s.id from start_states s
+      where s.deleted_at is null and (
+        (s.status = 'open' and s.view_expires_at <= now())
+        or (s.status in ('building', 'open', 'saving') and exists (
+              select 1 from machines m where m.id = s.machine_id and m.status in ('failed', 'destroyed')))
+        or (s.status = 'building' and s.task_id is not null and exists (
+              select 1 from tasks t where t.id = s.task_id and t.status in ('completed', 'failed', 'stopped'))))
+      limit ?`,
+    [limit],
+  );
+  return rows.map((row) => row.id);
+}
+
+/**
+ * The images the org's runners (its own and the cloud ones, not revoked) report, each with the
+ * labels of the runners that have it and when the first of them was registered.
+ */
+export async function visibleImages(db: Db, orgId: string): Promise<Array<{ image: string; labels: string[]; created_at: Date; updated_at: Date | null }>> {
+  const { rows } = await db.raw(
+    `select i.image,
+            coalesce(jsonb_agg(distinct l.label) filter (where l.label is not null), '[]') as labels,
+            min(r.created_at) as created_at, max(r.last_seen_at) as updated_at
+       from runners r
+       cross join lateral jsonb_array_elements_text(r.images) as i(image)
+       left join lateral jsonb_array_elements_text(r.labels) as l(label) on true
+      where r.revoked_at is null and (r.org_id = ? or r.scope = 'cloud')
+      group by i.image order by i.image`,
+    [orgId],
+  );
+  return rows;
+}

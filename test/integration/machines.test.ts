@@ -1,0 +1,177 @@
+import { expect } from 'chai';
+import { startTestService, waitFor, type TestService } from '../support/service';
+import { RawRunner, type RunnerCommand } from '../support/raw-runner';
+
+/**
+ * Machines on runners and start states on them, with runners this test scripts (each answers
+ * commands as told): slot accounting, the command path through worker-evals, answers, timeouts,
+ * reconnects, revocations and runners that go. The reference runner's own tests run the real thing.
+ */
+const OFFLINE_AFTER_MS = 1_000;
+
+describe('machines and start states on scripted runners (docs/runners.md, docs/evals.md)', function () {
+  this.timeout(30_000);
+  let service: TestService;
+  let org: { orgId: string; key: string };
+  const runners: RawRunner[] = [];
+
+  before(async () => {
+    service = await startTestService(
+      { DESKHAND_RUNNER_HEARTBEAT_MS: '200', DESKHAND_RUNNER_OFFLINE_AFTER_MS: String(OFFLINE_AFTER_MS), DESKHAND_MACHINE_BOOT_TIMEOUT_MS: '1500' },
+      ['web', 'worker-evals'],
+    );
+    org = await service.newOrg('Machines org');
+  });
+  after(async () => {
+    for (const runner of runners) runner.close();
+    await service.stop();
+  });
+
+  const api = (method: string, path: string, body?: unknown) => service.api(org.key, method, path, body);
+  const state = async (id: string) => (await api('GET', `/v1/start_states/${id}`)).body;
+  const db = () => service.running.container.db;
+
+  /** A connected runner with `image` (an image name of its own, so that tests do not share runners) that makes machines at once when `autoMake`. */
+  async function connectRunner(image: string, slots: number, options: { autoMake?: boolean; autoDestroy?: boolean; machines?: string[] } = {}) {
+    const created = (await api('POST', '/v1/runners', { name: `runner ${image}` })).body as { runner_id: string; token: string };
+    const runner = new RawRunner(service.baseUrl);
+    runners.push(runner);
+    const live = new Set<string>();
+    let most = 0;
+    runner.onCommand((command: RunnerCommand) => {
+      if (command.type === 'machine.make') {
+        live.add(command.machine_id!);
+        most = Math.max(most, live.size);
+        if (options.autoMake !== false) void runner.done(command.command_id, { result: {} });
+      }
+      if (command.type === 'machine.destroy' && options.autoDestroy !== false) {
+        live.delete(command.machine_id!);
+        void runner.done(command.command_id, { result: {} });
+      }
+    });
+    const hello = await runner.hello(created.token, { images: [image], slots, machines: options.machines ?? [] });
+    expect(hello.ok, JSON.stringify(hello)).to.equal(true);
+    // Heartbeats keep it online (it reads offline after 1 s of silence here).
+    const beat = setInterval(() => void runner.heartbeat().catch(() => undefined), 200);
+    runner.socket.on('disconnect', () => clearInterval(beat));
+    return { runner, runnerId: created.runner_id, token: created.token, live, most: () => most };
+  }
+
+  const createState = async (body: Record<string, unknown>) => {
+    const response = await api('POST', '/v1/start_states', body);
+    expect(response.status, JSON.stringify(response.body)).to.equal(200);
+    return response.body as { start_state_id: string; status: string; view: { screen_url: string; input_url: string; expires_at: string } | null };
+  };
+
+  it('never places more machines on a runner than its slots, under concurrent requests; a freed slot takes the next waiting machine', async () => {
+    const { runnerId, live, most } = await connectRunner('slots-image', 2);
+    const made = await Promise.all(Array.from({ length: 6 }, (_, i) => createState({ name: `open ${i}`, from: 'slots-image', method: 'hand' })));
+    expect(made.map((s) => s.status)).to.deep.equal(Array(6).fill('open'));
+    await waitFor(async () => (await db()('machines').where({ runner_id: runnerId, status: 'running' })).length === 2, 5000, 'two machines running');
+    // Give any over-placement a chance to show.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await db()('machines').where({ status: 'waiting' }).whereIn('owner_id', made.map((s) => s.start_state_id))).to.have.length(4);
+    expect((await api('GET', `/v1/runners/${runnerId}`)).body.busy).to.equal(2);
+
+    // Deleting the open states lets their machines go; the waiting ones take the slots, two at a time.
+    for (const one of made) {
+      const machineCount = live.size;
+      const row = await db()('start_states').where({ id: one.start_state_id }).first();
+      const machine = await db()('machines').where({ id: row.machine_id }).first();
+      expect((await api('DELETE', `/v1/start_states/${one.start_state_id}`)).status).to.equal(200);
+      if (machine.status === 'running') await waitFor(() => live.size < machineCount || live.size === 2, 5000, 'a machine destroyed');
+    }
+    await waitFor(async () => (await db()('machines').whereIn('owner_id', made.map((s) => s.start_state_id)).whereIn('status', ['waiting', 'starting', 'running', 'stopping'])).length === 0, 8000, 'every machine let go');
+    expect(most()).to.be.at.most(2);
+    expect((await api('GET', `/v1/runners/${runnerId}`)).body.busy).to.equal(0);
+  });
+
+  it('a script build: make → run → save → destroy → ready at version 1; a failing script leaves it failed with its exit status and output', async () => {
+    const { runner, runnerId } = await connectRunner('script-image', 2);
+    runner.onCommand((command) => {
+      if (command.type === 'machine.run') {
+        const fails = (command.args.script as string).includes('exit 3');
+        void runner.done(command.command_id, { result: fails ? { exit_code: 3, output: 'no such file: setup.txt\n' } : { exit_code: 0, output: 'ok\n' } });
+      }
+      if (command.type === 'machine.save') void runner.done(command.command_id, { result: { bytes: 10 } });
+    });
+    const good = await createState({ name: 'scripted', from: 'script-image', method: 'script', script: 'echo ok > $HOME/Documents/ok.txt' });
+    expect(good.status).to.equal('building');
+    const ready = await waitFor(async () => ((await state(good.start_state_id)).status === 'ready' ? state(good.start_state_id) : null), 8000, 'ready');
+    expect(ready).to.include({ version: 1, runner_id: runnerId, error: null, view: null, kind: 'state', from: 'script-image', method: 'script' });
+    const types = runner.commands.filter((c) => c.machine_id && c.args && runner.commands.some((m) => m.type === 'machine.make' && m.machine_id === c.machine_id)).map((c) => c.type);
+    expect(types.slice(0, 4)).to.deep.equal(['machine.make', 'machine.run', 'machine.save', 'machine.destroy']);
+    const save = runner.commands.find((c) => c.type === 'machine.save')!;
+    expect(save.args.disk).to.deep.equal({ image: 'script-image', state: good.start_state_id, version: 1 });
+
+    const bad = await createState({ name: 'broken', from: 'script-image', method: 'script', script: 'cat setup.txt; exit 3' });
+    const failed = await waitFor(async () => ((await state(bad.start_state_id)).status === 'failed' ? state(bad.start_state_id) : null), 8000, 'failed');
+    expect(failed.error).to.contain('exited with status 3').and.to.contain('no such file: setup.txt');
+    expect(failed.version).to.equal(0);
+    const audit = (await api('GET', `/v1/audit_log?object_type=start_state&object_id=${bad.start_state_id}`)).body.data.map((e: { action: string }) => e.action);
+    expect(audit).to.include.members(['start_state.created', 'start_state.failed']);
+  });
+
+  it('a make that is never answered times out; the build moves to a new machine, and fails after its attempts with a clear reason', async () => {
+    await connectRunner('silent-image', 1, { autoMake: false });
+    const made = await createState({ name: 'never boots', from: 'silent-image', method: 'script', script: 'true' });
+    const failed = await waitFor(async () => ((await state(made.start_state_id)).status === 'failed' ? state(made.start_state_id) : null), 15_000, 'failed');
+    expect(failed.error).to.match(/machine was lost: The runner could not make the machine \(timeout\)/);
+    const machines = await db()('machines').where({ owner_id: made.start_state_id }).orderBy('seq');
+    expect(machines.map((m: { status: string }) => m.status)).to.deep.equal(['failed', 'failed', 'failed']);
+  });
+
+  it('a runner that reconnects without a machine loses it: the open state returns to its last version (never saved: failed)', async () => {
+    const first = await connectRunner('restart-image', 1);
+    const made = await createState({ name: 'opened', from: 'restart-image', method: 'hand' });
+    await waitFor(async () => (await db()('machines').where({ owner_id: made.start_state_id, status: 'running' })).length === 1, 5000, 'running');
+    // The runner restarts: a new connection with the same token reports no machines.
+    first.runner.close();
+    const again = new RawRunner(service.baseUrl);
+    runners.push(again);
+    expect((await again.hello(first.token, { images: ['restart-image'], slots: 1, machines: [] })).ok).to.equal(true);
+    const beat = setInterval(() => void again.heartbeat().catch(() => undefined), 200);
+    again.socket.on('disconnect', () => clearInterval(beat));
+    const failed = await waitFor(async () => ((await state(made.start_state_id)).status === 'failed' ? state(made.start_state_id) : null), 5000, 'failed');
+    expect(failed.error).to.contain('restarted and no longer has the machine');
+    expect(failed.view).to.equal(null);
+  });
+
+  it('a runner that reports a machine the service does not want there is told to destroy it', async () => {
+    const { runner } = await connectRunner('stray-image', 1, { machines: ['mc_stray000000000000000'] });
+    await waitFor(() => runner.commands.find((c) => c.type === 'machine.destroy' && c.machine_id === 'mc_stray000000000000000'), 5000, 'a destroy for the stray machine');
+  });
+
+  it('a deleted runner gives up its machines at once; a runner that goes silent loses them after the offline time', async () => {
+    const revoked = await connectRunner('revoke-image', 1);
+    const open = await createState({ name: 'on a runner about to be deleted', from: 'revoke-image', method: 'hand' });
+    await waitFor(async () => (await db()('machines').where({ owner_id: open.start_state_id, status: 'running' })).length === 1, 5000, 'running');
+    expect((await api('DELETE', `/v1/runners/${revoked.runnerId}`)).status).to.equal(200);
+    const failed = await waitFor(async () => ((await state(open.start_state_id)).status === 'failed' ? state(open.start_state_id) : null), 5000, 'failed');
+    expect(failed.error).to.contain(`Runner ${revoked.runnerId} was deleted`);
+
+    const gone = await connectRunner('gone-image', 1);
+    const building = await createState({ name: 'on a runner about to vanish', from: 'gone-image', method: 'hand' });
+    await waitFor(async () => (await db()('machines').where({ owner_id: building.start_state_id, status: 'running' })).length === 1, 5000, 'running');
+    gone.runner.close();
+    const lost = await waitFor(async () => ((await state(building.start_state_id)).status === 'failed' ? state(building.start_state_id) : null), 8000, 'failed');
+    expect(lost.error).to.contain('went offline');
+  });
+
+  it('refuses what cannot be made: an unknown image (400 naming from), no online runner (409 no_runner), method fields that do not fit', async () => {
+    const unknown = await api('POST', '/v1/start_states', { name: 'x', from: 'no-such-image', method: 'hand' });
+    expect(unknown.status).to.equal(400);
+    expect(unknown.body.error.message).to.match(/^from: /);
+    const noScript = await api('POST', '/v1/start_states', { name: 'x', from: 'slots-image', method: 'script' });
+    expect(noScript.status).to.equal(400);
+    expect(noScript.body.error.message).to.contain('script is required');
+    const offline = await api('POST', '/v1/start_states', { name: 'x', from: 'gone-image', method: 'hand' });
+    expect(offline.status).to.equal(409);
+    expect(offline.body.error.code).to.equal('no_runner');
+    const images = (await api('GET', '/v1/start_states')).body.data.filter((s: { kind: string }) => s.kind === 'image').map((s: { start_state_id: string }) => s.start_state_id);
+    expect(images).to.include('slots-image');
+    const patchImage = await api('PATCH', '/v1/start_states/slots-image', { name: 'mine' });
+    expect(patchImage.status).to.equal(403);
+    expect(patchImage.body.error.code).to.equal('image');
+  });
+});
