@@ -17,7 +17,7 @@ export interface RunnerCommandIo {
   signals: Pick<NodeJS.EventEmitter, 'once' | 'off'>;
 }
 
-type RunnerCommandOptions = Omit<ReferenceRunnerOptions, 'out' | 'path' | 'reconnectDelayMs' | 'version'>;
+type RunnerCommandOptions = Omit<ReferenceRunnerOptions, 'out' | 'path' | 'reconnectDelayMs' | 'version' | 'desktopBaseUrl'>;
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 

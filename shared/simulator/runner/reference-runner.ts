@@ -37,6 +37,11 @@ export interface ReferenceRunnerOptions {
   path?: string;
   /** First delay between reconnection attempts; grows up to ten times that. */
   reconnectDelayMs?: number;
+  /**
+   * Where machines connect as desktop apps (`/desktop`); `baseUrl` by default. Only code sets
+   * it: tests that play the runner side of the service themselves but pair machines with a real one.
+   */
+  desktopBaseUrl?: string;
 }
 
 /** Why the runner stopped. */
@@ -68,7 +73,7 @@ export class ReferenceRunner {
     this.out = options.out ?? ((line) => process.stdout.write(`${JSON.stringify(line)}\n`));
     this.retryDelay = options.reconnectDelayMs ?? 1000;
     this.hypervisor = new SimulatedHypervisor({
-      baseUrl: options.baseUrl,
+      baseUrl: options.desktopBaseUrl ?? options.baseUrl,
       images: options.images,
       slots: options.slots,
       bootMs: options.bootMs,
