@@ -221,6 +221,24 @@ describe('the reference runner (in process)', function () {
     expect((await run(machineId, 'true') as any).error.code).to.equal('no_such_machine');
   });
 
+  it('is online in the real service with what it reported, and stops with revoked when the runner is deleted', async () => {
+    const org = await service.newOrg('Real runner org');
+    const created = await service.api(org.key, 'POST', '/v1/runners', { name: 'rack real' });
+    const lines: Array<Record<string, any>> = [];
+    const runner = new ReferenceRunner({
+      token: created.body.token, baseUrl: service.baseUrl, name: 'rack real', slots: 3, labels: ['eu'], images: ['macos-15'], dataDir, bootMs: 0,
+      version: packageVersion, reconnectDelayMs: 50, out: (line) => lines.push(line as Record<string, any>),
+    });
+    runners.push(runner);
+    runner.start();
+    await waitFor(() => lines.find((line) => line.event === 'hello' && line.ok), 10_000, 'the real hello');
+    const read = await service.api(org.key, 'GET', `/v1/runners/${created.body.runner_id}`);
+    expect(read.body).to.include({ status: 'online', provider: 'simulated', version: packageVersion, slots: 3, busy: 0 });
+    expect(read.body.images).to.deep.equal(['macos-15']);
+    expect((await service.api(org.key, 'DELETE', `/v1/runners/${created.body.runner_id}`)).status).to.equal(200);
+    expect(await runner.finished).to.include({ reason: 'refused', code: 'revoked' });
+  });
+
   it('stops for good when its hello is refused', async () => {
     fake.helloReply = () => ({ ok: false, code: 'revoked', message: 'This runner was deleted.' });
     const lines: Array<Record<string, any>> = [];
