@@ -16,6 +16,10 @@ export const SENT_MAIL = `${HOME}/Mail/Sent`;
 export const EFFECTS_LOG = '/var/log/deskhand/effects.jsonl';
 /** Where Notes saves a text that was not opened from a document. */
 export const UNTITLED = 'Untitled.txt';
+/** Present while the firewall is off (Settings), so that a saved machine keeps the switch. */
+export const FIREWALL_OFF = '/etc/deskhand/firewall-off';
+/** The app the Store installs, as a folder, so that a saved machine keeps it installed. */
+export const INSTALLED_APP = '/Applications/Example Editor.app';
 
 /** The shell's own layout (commands, devices, /proc), made again whenever a shell starts: not part of a saved disk. */
 const SHELL_LAYOUT = ['/bin', '/usr/bin', '/dev', '/proc'];
@@ -37,6 +41,8 @@ export interface DiskView {
   documents: string[];
   /** Names in `$HOME/.Trash`, sorted. */
   trash: string[];
+  firewallOff: boolean;
+  installed: boolean;
 }
 
 export class MachineDisk {
@@ -91,13 +97,17 @@ export class MachineDisk {
   view(): DiskView {
     const documents: string[] = [];
     const trash: string[] = [];
+    let firewallOff = false;
+    let installed = false;
     for (const path of this.fs.getAllPaths()) {
+      if (path === FIREWALL_OFF) firewallOff = true;
+      if (path === INSTALLED_APP) installed = true;
       const name = childOf(DOCUMENTS, path);
       if (name) documents.push(name);
       const trashed = childOf(TRASH, path);
       if (trashed) trash.push(trashed);
     }
-    return { documents: documents.sort(), trash: trash.sort() };
+    return { documents: documents.sort(), trash: trash.sort(), firewallOff, installed };
   }
 
   /** A document's text, or '' when it cannot be read (a folder, or gone). */
@@ -136,6 +146,16 @@ export class MachineDisk {
     const path = `${SENT_MAIL}/${Math.max(0, ...numbers) + 1}.eml`;
     await this.fs.writeFile(path, `To: ${mail.to}\nSubject: ${mail.subject}\n\n${mail.message}\n`);
     return path;
+  }
+
+  async setFirewall(on: boolean): Promise<void> {
+    if (on) return this.fs.rm(FIREWALL_OFF, { force: true });
+    await this.fs.mkdir('/etc/deskhand', { recursive: true });
+    await this.fs.writeFile(FIREWALL_OFF, 'The firewall is off.\n');
+  }
+
+  async install(): Promise<void> {
+    await this.fs.mkdir(INSTALLED_APP, { recursive: true });
   }
 
   async appendEffect(effect: SimulatorEffect): Promise<void> {

@@ -63,7 +63,9 @@ type DiskWork =
   | { kind: 'open'; name: string }
   | { kind: 'save'; name: string; text: string }
   | { kind: 'trash'; name: string }
-  | { kind: 'empty-trash' };
+  | { kind: 'empty-trash' }
+  | { kind: 'firewall'; on: boolean }
+  | { kind: 'install' };
 
 /**
  * The simulated computer of spec/simulator.md: a desktop with the six apps, a browser with its
@@ -219,7 +221,9 @@ export class SimulatedComputer {
 
   /** Files and the Trash show what the disk holds now; a selection of an item gone is dropped. */
   private readDisk(): void {
-    const { documents, trash } = this.disk.view();
+    const { documents, trash, firewallOff, installed } = this.disk.view();
+    this.state.settings.firewall = !firewallOff;
+    this.state.store.installed = installed;
     const files = this.state.files;
     files.items = documents;
     files.trash = trash;
@@ -249,6 +253,12 @@ export class SimulatedComputer {
           break;
         case 'empty-trash':
           await this.disk.emptyTrash();
+          break;
+        case 'firewall':
+          await this.disk.setFirewall(work.on);
+          break;
+        case 'install':
+          await this.disk.install();
           break;
       }
     }
@@ -699,6 +709,7 @@ export class SimulatedComputer {
         return null;
       case 'settings.firewall':
         state.settings.firewall = !state.settings.firewall;
+        this.diskWork.push({ kind: 'firewall', on: state.settings.firewall });
         this.effect({ type: 'firewall_changed', on: state.settings.firewall });
         this.setStatus('Settings', state.settings.firewall ? 'The firewall was turned on.' : 'The firewall was turned off.', 'success');
         return null;
@@ -721,6 +732,7 @@ export class SimulatedComputer {
       case 'store.install':
         if (state.store.installed) return '"Installed" is disabled.';
         state.store.installed = true;
+        this.diskWork.push({ kind: 'install' });
         this.effect({ type: 'installed', app: 'Example Editor' });
         this.setStatus('Store', 'Example Editor was installed.', 'success');
         return null;

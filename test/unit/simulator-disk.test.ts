@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { ActionResult, Observation } from '../../shared/desktop/protocol';
 import { ADDRESS_BAR_LABEL, SimulatedComputer, launcherFor, type SimulatedComputerOptions } from '../../shared/simulator';
 import { REPORT_TEXT } from '../../shared/simulator/computer-state';
-import { DOCUMENTS, EFFECTS_LOG, MachineDisk, SENT_MAIL, TRASH } from '../../shared/simulator/machine-disk';
+import { DOCUMENTS, EFFECTS_LOG, FIREWALL_OFF, INSTALLED_APP, MachineDisk, SENT_MAIL, TRASH } from '../../shared/simulator/machine-disk';
 
 // A small screen keeps PNG encoding quick.
 const SCREEN = { width: 800, height: 600 };
@@ -142,6 +142,21 @@ describe('the simulated machine\'s disk', () => {
     expect((await restored.disk.fs.stat(`${DOCUMENTS}/note.txt`)).mode & 0o777).to.equal(0o600);
     const files = await openApp(restored, 'Files');
     expect(labels(files.observation)).to.include.members(['note.txt', 'old', 'report.txt']);
+  });
+
+  it('keeps the firewall switch and the installed app on the disk, so a script sees them and a saved machine keeps them', async () => {
+    const computer = makeComputer();
+    await openApp(computer, 'Settings');
+    await clickLabel(computer, 'Turn off firewall');
+    await openApp(computer, 'Store');
+    await clickLabel(computer, 'Install');
+    const check = await computer.runScript(`test -e ${FIREWALL_OFF} && test -d "${INSTALLED_APP}" && echo both`, { timeoutMs: 5000 });
+    expect(check.output).to.equal('both\n');
+    const restored = makeComputer({ disk: MachineDisk.fromSnapshot(await computer.saveDisk()) });
+    expect(labels((await openApp(restored, 'Settings')).observation)).to.include('Turn on firewall');
+    expect(labels((await openApp(restored, 'Store')).observation)).to.include('Installed');
+    await restored.runScript(`rm ${FIREWALL_OFF}`, { timeoutMs: 5000 });
+    expect(labels((await openApp(restored, 'Settings')).observation)).to.include('Turn off firewall');
   });
 
   it('counts a screen change in frame only when the screen changed', async () => {
