@@ -1,16 +1,9 @@
 import { io, type Socket } from 'socket.io-client';
-import type { DesktopAction } from '../../desktop/protocol';
 import { CommandJournal } from './command-journal';
 import { DiskStore } from './disk-store';
-import {
-  CommandError,
-  RunnerProtocolEvents as Events,
-  type CommandDone,
-  type ConsoleInput,
-  type HelloReply,
-  type RunnerCommand,
-  type RunnerHello,
-} from './runner-protocol';
+import { carryOutCommand } from './machine-commands';
+import { inputReply, screenReply } from './machine-console';
+import { RunnerProtocolEvents as Events, type CommandDone, type HelloReply, type RunnerCommand, type RunnerHello } from './runner-protocol';
 import { SimulatedHypervisor } from './simulated-hypervisor';
 
 /**
@@ -117,10 +110,10 @@ export class ReferenceRunner {
       this.takeCommand(payload);
     });
     socket.on(Events.screen, (payload: unknown, ack?: unknown) => {
-      if (typeof ack === 'function') (ack as (reply: object) => void)(this.screen(payload));
+      if (typeof ack === 'function') (ack as (reply: object) => void)(screenReply(this.hypervisor, payload));
     });
     socket.on(Events.input, (payload: unknown, ack?: unknown) => {
-      void this.input(payload).then((reply) => {
+      void inputReply(this.hypervisor, payload).then((reply) => {
         if (typeof ack === 'function') (ack as (reply: object) => void)(reply);
       });
     });
@@ -226,53 +219,10 @@ export class ReferenceRunner {
       this.sendDone(taken);
       return;
     }
-    void this.carryOut(command).then((done) => {
+    void carryOutCommand(this.hypervisor, command, (line) => this.emitLine(line)).then((done) => {
       this.journal.finish(done);
       this.sendDone(done);
     });
-  }
-
-  private async carryOut(command: RunnerCommand): Promise<CommandDone> {
-    const { command_id, type } = command;
-    const args = command.args && typeof command.args === 'object' ? command.args : {};
-    const machineId = typeof command.machine_id === 'string' ? command.machine_id : '';
-    try {
-      const needsMachine = type !== 'disk.delete';
-      if (needsMachine && !machineId) throw new CommandError('failed', `${String(type)} needs machine_id.`);
-      switch (type) {
-        case 'machine.make': {
-          const result = await this.hypervisor.make(machineId, args);
-          this.emitLine({ event: 'machine_made', command_id, machine_id: machineId, disk: args.disk });
-          return { command_id, ok: true, result };
-        }
-        case 'machine.run': {
-          const result = await this.hypervisor.run(machineId, args);
-          this.emitLine({ event: 'script_run', command_id, machine_id: machineId, exit_code: result.exit_code, output_bytes: Buffer.byteLength(result.output) });
-          return { command_id, ok: true, result };
-        }
-        case 'machine.save': {
-          const result = await this.hypervisor.save(machineId, args);
-          this.emitLine({ event: 'saved', command_id, machine_id: machineId, disk: args.disk, bytes: result.bytes });
-          return { command_id, ok: true, result };
-        }
-        case 'machine.destroy': {
-          const { existed } = await this.hypervisor.destroy(machineId);
-          this.emitLine({ event: 'destroyed', command_id, machine_id: machineId, existed });
-          return { command_id, ok: true, result: {} };
-        }
-        case 'disk.delete': {
-          const result = await this.hypervisor.deleteDisk(args);
-          this.emitLine({ event: 'disk_deleted', command_id, state: args.state });
-          return { command_id, ok: true, result };
-        }
-        default:
-          throw new CommandError('failed', `Unknown command type "${String(type)}".`);
-      }
-    } catch (error) {
-      const failure = error instanceof CommandError ? error : new CommandError('failed', (error as Error).message);
-      this.emitLine({ event: 'command_failed', command_id, type, machine_id: machineId || undefined, code: failure.code, message: failure.message });
-      return { command_id, ok: false, error: { code: failure.code, message: failure.message }, ...(failure.result ? { result: failure.result } : {}) };
-    }
   }
 
   /**
@@ -285,26 +235,6 @@ export class ReferenceRunner {
     socket.timeout(DONE_TIMEOUT_MS).emit(Events.done, done, (error: Error | null) => {
       if (error) this.emitLine({ event: 'done_unacknowledged', command_id: done.command_id });
     });
-  }
-
-  /** `runner:screen`: the machine's screen now, as PNG bytes, with its frame number. */
-  private screen(payload: unknown): object {
-    const machineId = (payload as { machine_id?: unknown } | null)?.machine_id;
-    const computer = typeof machineId === 'string' ? this.hypervisor.computer(machineId) : undefined;
-    if (!computer) return { ok: false, message: `No machine ${String(machineId)} runs on this runner.` };
-    const { screenshot } = computer.observe();
-    return { ok: true, frame: computer.frame, width: computer.device.width, height: computer.device.height, png: screenshot };
-  }
-
-  /** `runner:input`: a click, text or keys from the console, carried out on the machine. */
-  private async input(payload: unknown): Promise<object> {
-    const request = payload as { machine_id?: unknown; input?: unknown } | null;
-    const computer = typeof request?.machine_id === 'string' ? this.hypervisor.computer(request.machine_id) : undefined;
-    if (!computer) return { ok: false, message: `No machine ${String(request?.machine_id)} runs on this runner.` };
-    const action = consoleAction(request?.input);
-    if (typeof action === 'string') return { ok: false, message: action };
-    const result = await computer.act(action);
-    return result.ok ? { ok: true, frame: computer.frame } : { ok: false, message: result.error, frame: computer.frame };
   }
 
   private retryLater(reconnect: () => void): void {
@@ -334,21 +264,5 @@ export class ReferenceRunner {
     } catch {
       // A broken stdout (a closed pipe) must not take the machines down with it.
     }
-  }
-}
-
-/** The desktop step a console input asks for, or why it is not one. */
-function consoleAction(input: unknown): DesktopAction | string {
-  const value = input as Partial<ConsoleInput> & Record<string, unknown> | null;
-  if (!value || typeof value !== 'object') return 'input must be an object: click, type or key.';
-  switch (value.type) {
-    case 'click':
-      return Number.isFinite(value.x) && Number.isFinite(value.y) ? { type: 'click', x: value.x as number, y: value.y as number } : 'A click needs numbers x and y.';
-    case 'type':
-      return typeof value.text === 'string' ? { type: 'type', text: value.text } : 'A type input needs text.';
-    case 'key':
-      return typeof value.keys === 'string' ? { type: 'key', keys: value.keys } : 'A key input needs keys, such as "cmd+s".';
-    default:
-      return `Unknown input type "${String(value.type)}": click, type or key.`;
   }
 }
