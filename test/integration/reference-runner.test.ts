@@ -145,6 +145,24 @@ describe('the reference runner (in process)', function () {
     expect(disk.done.error.code).to.equal('no_such_disk');
   });
 
+  it('answers boot_failed when the service refuses the pairing code, and when the machine is destroyed while it boots', async () => {
+    await startRunner({ bootMs: 60_000 });
+    const machineId = nextId('mc');
+    const make = { command_id: nextId('cmd'), type: 'machine.make' as const, machine_id: machineId, args: { disk: { image: 'macos-15' }, session: { code: await machineSession() }, os: 'mac' } };
+    fake.send(make);
+    await waitFor(() => fake.hellos.length && runners[0]!.hypervisor.ids().includes(machineId), 5000, 'the machine to boot');
+    expect(await fake.command({ command_id: nextId('cmd'), type: 'machine.destroy', machine_id: machineId })).to.deep.include({ ok: true });
+    const made = await waitFor(() => fake.donesFor(make.command_id)[0], 5000, 'the make to end');
+    expect((made as any).error.code).to.equal('boot_failed');
+
+    await runners.splice(0)[0]!.stop();
+    await waitFor(() => !fake.connected, 5000, 'the first runner to go');
+    await startRunner();
+    const refused = await fake.command({ command_id: nextId('cmd'), type: 'machine.make', machine_id: nextId('mc'), args: { disk: { image: 'macos-15' }, session: { code: 'ZZZZ-ZZZZ' }, os: 'mac' } });
+    expect((refused as any).error.code).to.equal('boot_failed');
+    expect((refused as any).error.message).to.contain('refused');
+  });
+
   it('carries out a command sent twice once: a repeat while it runs is not started, a repeat after it finished gets the same answer', async () => {
     await startRunner();
     const { machineId } = await makeMachine();
