@@ -5,6 +5,7 @@ import { createContainer } from '../shared/container';
 import { PROCESS_TYPES, type ProcessType } from '../shared/queues/catalog';
 import { startDeskhand } from './start';
 import { registerDesktopCommand } from './desktop.command';
+import { registerRunnerCommand } from './runner.command';
 
 /** Prints one JSON object on stdout, the CLI's machine-readable answer. */
 function printJson(value: unknown): void {
@@ -137,6 +138,7 @@ export function buildProgram(): Command {
     });
 
   registerDesktopCommand(program);
+  registerRunnerCommand(program);
 
   return program;
 }

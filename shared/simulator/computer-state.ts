@@ -52,7 +52,8 @@ export type SimulatorEffect =
   | { type: 'moved_to_trash'; item: string }
   | { type: 'trash_emptied'; items: string[] }
   | { type: 'firewall_changed'; on: boolean }
-  | { type: 'installed'; app: string };
+  | { type: 'installed'; app: string }
+  | { type: 'file_saved'; name: string };
 
 /** The computer as it starts: no windows, one file in Documents, the firewall on. */
 export function initialState(): ComputerState {

@@ -44,6 +44,11 @@ export interface DesktopClientOptions {
   out?: (line: object) => void;
   /** First delay between reconnection attempts; grows up to ten times that. */
   reconnectDelayMs?: number;
+  /**
+   * The computer to serve, made beforehand (a runner's machine, with its disk); by default one
+   * is made from `os`, `appVersion`, the screen size, `name` and `accessibility`.
+   */
+  computer?: SimulatedComputer;
 }
 
 /** What the person's screen shows besides the computer: the service's banner and messages. */
@@ -104,7 +109,7 @@ export class DesktopClient {
     this.options = options;
     this.code = options.code;
     this.out = options.out ?? ((line) => process.stdout.write(`${JSON.stringify(line)}\n`));
-    this.computer = new SimulatedComputer({
+    this.computer = options.computer ?? new SimulatedComputer({
       os: options.os,
       appVersion: options.appVersion,
       width: options.width,

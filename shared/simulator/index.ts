@@ -24,3 +24,6 @@ export { parseKeyCombo, type KeyCombo } from './key-combos';
 export { windowFrame, workArea } from './screen-layout';
 export type { RenderStats } from './screen-renderer';
 export { DesktopClient, type DesktopClientEnd, type DesktopClientOptions, type HelloAccepted, type PersonView } from './desktop-client';
+export { MachineDisk, HOME, DOCUMENTS, TRASH, SENT_MAIL, EFFECTS_LOG, type DiskSnapshot } from './machine-disk';
+export { runScript, type ScriptResult } from './machine-shell';
+export { ReferenceRunner, type ReferenceRunnerOptions, type RunnerEnd } from './runner/reference-runner';

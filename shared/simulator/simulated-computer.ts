@@ -11,8 +11,10 @@ import type {
 } from '../desktop/protocol';
 import { SIMULATED_OSES, appByName, spotlightMatches, type AppName, type SimulatedOs } from './apps.catalog';
 import { capabilitiesFor } from './capabilities';
-import { initialState, REPORT_TEXT, type ComputerState, type SimulatorEffect, type StatusTone } from './computer-state';
+import { initialState, type ComputerState, type SimulatorEffect, type StatusTone } from './computer-state';
 import { isCombo, parseKeyCombo, typedCharacter, type KeyCombo } from './key-combos';
+import { MachineDisk, UNTITLED, type DiskSnapshot } from './machine-disk';
+import { runScript, type ScriptResult } from './machine-shell';
 import { contains, elementAt, layoutScreen, type PlacedElement, type ScreenLayout } from './screen-layout';
 import { ScreenRenderer, type RenderStats } from './screen-renderer';
 import { parseAddress } from './web-pages.catalog';
@@ -29,6 +31,8 @@ export interface SimulatedComputerOptions {
    * of clocks; the desktop client passes a real sleep.
    */
   sleep?: (ms: number) => Promise<void>;
+  /** The disk it starts from; a fresh image's by default. */
+  disk?: MachineDisk;
 }
 
 /** The longest `wait` the computer honours, so a bad step cannot hold it for hours. */
@@ -53,6 +57,16 @@ const FOCUSABLE_ROLES = new Set(['text_field', 'password_field', 'text_area', 'a
 /** What one step did: nothing to report, or why it could not be carried out. */
 type Outcome = string | null;
 
+/** A change a step made that the disk must follow, written once the step is over. */
+type DiskWork =
+  | { kind: 'effect'; effect: SimulatorEffect }
+  | { kind: 'open'; name: string }
+  | { kind: 'save'; name: string; text: string }
+  | { kind: 'trash'; name: string }
+  | { kind: 'empty-trash' }
+  | { kind: 'firewall'; on: boolean }
+  | { kind: 'install' };
+
 /**
  * The simulated computer of spec/simulator.md: a desktop with the six apps, a browser with its
  * pages, and the system parts of a Mac (menu bar, Dock, Control Center, Spotlight) or of Windows
@@ -70,6 +84,11 @@ export class SimulatedComputer {
   private readonly renderer: ScreenRenderer;
   private readonly sleep: (ms: number) => Promise<void>;
   private queue: Promise<unknown> = Promise.resolve();
+  /** The disk the apps show (Files, Trash, Notes, sent mail, the effects log) and scripts run over. */
+  readonly disk: MachineDisk;
+  private diskWork: DiskWork[] = [];
+  private screenKey = '';
+  private screenChanges = 0;
 
   constructor(options: SimulatedComputerOptions) {
     if (!SIMULATED_OSES.includes(options.os)) throw new RangeError(`Unknown os "${String(options.os)}": mac or windows.`);
@@ -85,6 +104,9 @@ export class SimulatedComputer {
     this.screen = { os: options.os, width: options.width, height: options.height };
     this.renderer = new ScreenRenderer(options.width, options.height);
     this.sleep = options.sleep ?? (() => Promise.resolve());
+    this.disk = options.disk ?? MachineDisk.fresh();
+    this.readDisk();
+    this.noteScreen(this.layout());
   }
 
   /** The hello a desktop app sends with a pairing code. */
@@ -99,9 +121,38 @@ export class SimulatedComputer {
    */
   act(action: DesktopAction): Promise<ActionResult> {
     return this.enqueue(async () => {
+      // A script may have changed the disk since the last step.
+      this.readDisk();
       const error = await this.perform(action);
+      await this.writeDisk();
       return this.result(error);
     });
+  }
+
+  /**
+   * Runs a script in the machine's shell (machine-shell.ts), between steps: the screen after
+   * it shows what it changed on the disk (a document it wrote is in Files).
+   */
+  runScript(script: string, options: { timeoutMs: number }): Promise<ScriptResult> {
+    return this.enqueue(async () => {
+      const result = await runScript(this.disk.fs, script, options);
+      this.readDisk();
+      this.noteScreen(this.layout());
+      return result;
+    });
+  }
+
+  /** The disk as JSON, between steps. Windows and dialogs are not part of it. */
+  saveDisk(): Promise<DiskSnapshot> {
+    return this.enqueue(() => this.disk.snapshot());
+  }
+
+  /**
+   * How many times the screen changed so far (from steps or scripts), so a viewer asks for a
+   * new picture only when it changed.
+   */
+  get frame(): number {
+    return this.screenChanges;
   }
 
   /**
@@ -111,6 +162,7 @@ export class SimulatedComputer {
    */
   observe(): ActionResult {
     const layout = this.layout();
+    this.noteScreen(layout);
     return { ok: true, observation: this.observation(layout), screenshot: this.renderer.renderSync(layout.drawing) };
   }
 
@@ -148,6 +200,7 @@ export class SimulatedComputer {
 
   private async result(error: Outcome): Promise<ActionResult> {
     const layout = this.layout();
+    this.noteScreen(layout);
     const screenshot = await this.renderer.render(layout.drawing);
     const result: ActionResult = { ok: error === null, observation: this.observation(layout), screenshot };
     if (error !== null) result.error = error;
@@ -156,6 +209,60 @@ export class SimulatedComputer {
 
   private layout(): ScreenLayout {
     return layoutScreen(this.state, this.screen);
+  }
+
+  /** Counts a screen change when this layout draws something else than the last one counted. */
+  private noteScreen(layout: ScreenLayout): void {
+    const key = JSON.stringify(layout.drawing);
+    if (key === this.screenKey) return;
+    this.screenKey = key;
+    this.screenChanges++;
+  }
+
+  /** Files and the Trash show what the disk holds now; a selection of an item gone is dropped. */
+  private readDisk(): void {
+    const { documents, trash, firewallOff, installed } = this.disk.view();
+    this.state.settings.firewall = !firewallOff;
+    this.state.store.installed = installed;
+    const files = this.state.files;
+    files.items = documents;
+    files.trash = trash;
+    if (files.selected !== null && !documents.includes(files.selected)) {
+      if (this.state.focus === `files.item:${files.selected}`) this.setFocus(null);
+      files.selected = null;
+    }
+  }
+
+  /** Writes what the last step changed to the disk, in order, then reads the apps' view again. */
+  private async writeDisk(): Promise<void> {
+    for (const work of this.diskWork.splice(0)) {
+      switch (work.kind) {
+        case 'effect':
+          if (work.effect.type === 'mail_sent') await this.disk.writeSentMail(work.effect);
+          await this.disk.appendEffect(work.effect);
+          break;
+        case 'open':
+          // Still the document in front: the step did not open another one after it.
+          if (this.state.notes.title === work.name) this.state.fields['notes.text'] = await this.disk.readDocument(work.name);
+          break;
+        case 'save':
+          await this.disk.saveDocument(work.name, work.text);
+          break;
+        case 'trash':
+          await this.disk.moveToTrash(work.name);
+          break;
+        case 'empty-trash':
+          await this.disk.emptyTrash();
+          break;
+        case 'firewall':
+          await this.disk.setFirewall(work.on);
+          break;
+        case 'install':
+          await this.disk.install();
+          break;
+      }
+    }
+    this.readDisk();
   }
 
   /** The observation as this system and app version can report it (spec/simulator.md). */
@@ -422,6 +529,8 @@ export class SimulatedComputer {
       return null;
     }
 
+    if (front === 'Notes' && (isCombo(combo, 's', 'cmd') || isCombo(combo, 's', 'ctrl'))) return this.saveNote();
+
     const focused = this.focusedInWindow();
     const erase = combo.key === 'backspace' || combo.key === 'delete';
     if (focused && TEXT_ROLES.has(focused.role)) return this.textFieldKey(focused, combo);
@@ -590,6 +699,7 @@ export class SimulatedComputer {
         const items = state.files.trash;
         state.files.trash = [];
         state.dialog = null;
+        this.diskWork.push({ kind: 'empty-trash' });
         this.effect({ type: 'trash_emptied', items });
         this.setStatus('Files', 'The Trash is empty.', 'success');
         return null;
@@ -599,6 +709,7 @@ export class SimulatedComputer {
         return null;
       case 'settings.firewall':
         state.settings.firewall = !state.settings.firewall;
+        this.diskWork.push({ kind: 'firewall', on: state.settings.firewall });
         this.effect({ type: 'firewall_changed', on: state.settings.firewall });
         this.setStatus('Settings', state.settings.firewall ? 'The firewall was turned on.' : 'The firewall was turned off.', 'success');
         return null;
@@ -621,6 +732,7 @@ export class SimulatedComputer {
       case 'store.install':
         if (state.store.installed) return '"Installed" is disabled.';
         state.store.installed = true;
+        this.diskWork.push({ kind: 'install' });
         this.effect({ type: 'installed', app: 'Example Editor' });
         this.setStatus('Store', 'Example Editor was installed.', 'success');
         return null;
@@ -655,6 +767,7 @@ export class SimulatedComputer {
     files.trash = [...files.trash, item];
     files.selected = null;
     if (this.state.focus === `files.item:${item}`) this.setFocus(null);
+    this.diskWork.push({ kind: 'trash', name: item });
     this.effect({ type: 'moved_to_trash', item });
     this.setStatus('Files', `"${item}" was moved to the Trash.`, 'success');
   }
@@ -696,7 +809,18 @@ export class SimulatedComputer {
   private openInNotes(item: string): void {
     this.openApp('Notes');
     this.state.notes.title = item;
-    this.state.fields['notes.text'] = REPORT_TEXT;
+    // The text is read from the disk once the step is over (writeDisk).
+    this.state.fields['notes.text'] = '';
+    this.diskWork.push({ kind: 'open', name: item });
+  }
+
+  /** Cmd+S / Ctrl+S in Notes: the text goes to the open document, or to Documents/Untitled.txt. */
+  private saveNote(): Outcome {
+    const name = this.state.notes.title ?? UNTITLED;
+    this.state.notes.title = name;
+    this.diskWork.push({ kind: 'save', name, text: this.state.fields['notes.text'] ?? '' });
+    this.effect({ type: 'file_saved', name });
+    return null;
   }
 
   private closeFrontWindow(): void {
@@ -739,6 +863,7 @@ export class SimulatedComputer {
 
   private effect(effect: SimulatorEffect): void {
     this.state.effects.push(effect);
+    this.diskWork.push({ kind: 'effect', effect: structuredClone(effect) });
     // A task that repeats forever must not grow the record without end.
     if (this.state.effects.length > MAX_EFFECTS) this.state.effects.splice(0, this.state.effects.length - MAX_EFFECTS);
   }

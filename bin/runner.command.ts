@@ -1,0 +1,133 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
+import { InvalidArgumentError, type Command } from 'commander';
+import { ReferenceRunner, type ReferenceRunnerOptions, type RunnerEnd } from '../shared/simulator/runner/reference-runner';
+
+/**
+ * `deskhand runner --token TOKEN [options]`: the reference runner of spec/evals.md, a simulated
+ * hypervisor whose machines are simulated computers with a disk. It serves the service until it
+ * is stopped (SIGINT/SIGTERM: it destroys its machines and disconnects, exit 0) or its token is
+ * refused (stderr, exit 1), printing one JSON line per event.
+ */
+
+/** Where the command writes and which signals stop it; the process's own by default. */
+export interface RunnerCommandIo {
+  out(line: object): void;
+  signals: Pick<NodeJS.EventEmitter, 'once' | 'off'>;
+}
+
+type RunnerCommandOptions = Omit<ReferenceRunnerOptions, 'out' | 'path' | 'reconnectDelayMs' | 'version' | 'desktopBaseUrl'>;
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/** The data folder when none is given: one per user under the OS temp folder, so saved disks outlive a restart. */
+export function defaultDataDir(): string {
+  return path.join(tmpdir(), 'deskhand-runner');
+}
+
+export function registerRunnerCommand(program: Command, io: RunnerCommandIo = processIo()): Command {
+  const port = process.env.PORT ?? '8080';
+  return program
+    .command('runner')
+    .description('Serve a simulated hypervisor to the service with a runner token (the reference runner).')
+    .requiredOption('--token <token>', 'the runner token (dhr_…)', parseToken)
+    .option('--base-url <url>', 'the service', parseBaseUrl, `http://localhost:${port}`)
+    .option('--name <name>', 'reported name', parseName, hostname())
+    .option('--slots <n>', 'machines at once', parseCount('--slots', 0, 10_000), 2)
+    .option('--labels <a,b>', 'reported labels', parseList('--labels', 50, 100), [])
+    .option('--images <a,b>', 'images it has; macos… is a Mac, windows… a Windows PC', parseList('--images', 200, 200), ['macos-15', 'windows-11'])
+    .option('--data-dir <dir>', 'where saved disks are kept (they survive a restart)', parseDataDir, defaultDataDir())
+    .option('--boot-ms <n>', 'how long a machine takes to start', parseCount('--boot-ms', 0, 600_000), 0)
+    .action(async (options: RunnerCommandOptions, command: Command) => {
+      try {
+        parseBaseUrl(options.baseUrl);
+      } catch (error) {
+        command.error(`error: ${(error as Error).message}`, { exitCode: 2, code: 'deskhand.invalidBaseUrl' });
+      }
+      if (options.images.length === 0) command.error('error: --images needs at least one image.', { exitCode: 2, code: 'deskhand.invalidImages' });
+      const end = await runRunner(options, io);
+      if (end.reason === 'refused') {
+        command.error(`error: the service refused the runner token (${end.code}): ${end.message}`, { exitCode: 1, code: 'deskhand.refused' });
+      }
+    });
+}
+
+async function runRunner(options: RunnerCommandOptions, io: RunnerCommandIo): Promise<RunnerEnd> {
+  const runner = new ReferenceRunner({ ...options, version: projectVersion(), out: (line) => io.out(line) });
+  const stop = (): void => void runner.stop();
+  for (const signal of STOP_SIGNALS) io.signals.once(signal, stop);
+  try {
+    runner.start();
+    return await runner.finished;
+  } finally {
+    for (const signal of STOP_SIGNALS) io.signals.off(signal, stop);
+  }
+}
+
+/**
+ * The project's version from its package.json, found by walking up from this file: the same
+ * from the sources (bin/) and from the compiled build (dist/bin/).
+ */
+function projectVersion(): string {
+  let folder = __dirname;
+  while (!existsSync(path.join(folder, 'package.json')) && path.dirname(folder) !== folder) folder = path.dirname(folder);
+  try {
+    return (JSON.parse(readFileSync(path.join(folder, 'package.json'), 'utf8')) as { version?: string }).version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+function processIo(): RunnerCommandIo {
+  return {
+    out: (line) => process.stdout.write(`${JSON.stringify(line)}\n`),
+    signals: process,
+  };
+}
+
+function parseToken(value: string): string {
+  const token = value.trim();
+  if (!token || token.length > 200 || /\s/.test(token)) throw new InvalidArgumentError('A runner token is one word, such as dhr_….');
+  return token;
+}
+
+function parseBaseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(`"${value}" is not a URL, such as http://localhost:8080.`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`"${value}" must start with http:// or https://.`);
+  return value;
+}
+
+function parseName(value: string): string {
+  const name = value.trim();
+  if (!name || name.length > 100) throw new InvalidArgumentError('A runner name has 1 to 100 characters.');
+  return name;
+}
+
+function parseCount(option: string, min: number, max: number): (value: string) => number {
+  return (value) => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value) || number < min || number > max) throw new InvalidArgumentError(`${option} takes a whole number from ${min} to ${max}.`);
+    return number;
+  };
+}
+
+function parseList(option: string, maxItems: number, maxLength: number): (value: string) => string[] {
+  return (value) => {
+    const items = value.split(',').map((item) => item.trim()).filter(Boolean);
+    if (items.length > maxItems) throw new InvalidArgumentError(`${option} takes at most ${maxItems} names.`);
+    const long = items.find((item) => item.length > maxLength);
+    if (long) throw new InvalidArgumentError(`${option}: "${long.slice(0, 40)}…" is longer than ${maxLength} characters.`);
+    return [...new Set(items)];
+  };
+}
+
+function parseDataDir(value: string): string {
+  if (!value.trim()) throw new InvalidArgumentError('--data-dir needs a folder.');
+  return path.resolve(value);
+}
