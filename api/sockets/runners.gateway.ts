@@ -29,6 +29,7 @@ const Done = Type.Union([
     command_id: Name(100, 'The command answered'),
     ok: Type.Literal(false),
     error: Type.Object({ code: Name(100, 'Why, in a word'), message: Type.String({ maxLength: 20_000 }) }),
+    result: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'What it still has to say (a timed-out script\'s output so far).' })),
   }),
 ]);
 

@@ -60,7 +60,7 @@ export interface CommandRow {
 /** A runner's answer to a command (`runner:done`), checked by the gateway. */
 export type CommandAnswer =
   | { command_id: string; ok: true; result: Record<string, unknown> }
-  | { command_id: string; ok: false; error: { code: string; message: string } };
+  | { command_id: string; ok: false; error: { code: string; message: string }; result?: Record<string, unknown> };
 
 /**
  * An image's OS by its id: `macos…` is a Mac, `windows…` a Windows PC (docs/evals.md); any other

@@ -177,7 +177,7 @@ export class MachinesService {
   async answered(runnerId: string, answer: CommandAnswer): Promise<void> {
     const outcome = answer.ok
       ? { status: 'done' as const, result: answer.result, error_code: null, error: null }
-      : { status: 'failed' as const, result: null, error_code: answer.error.code, error: answer.error.message };
+      : { status: 'failed' as const, result: answer.result ?? null, error_code: answer.error.code, error: answer.error.message };
     await this.settle(answer.command_id, outcome, runnerId);
   }
 

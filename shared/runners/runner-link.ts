@@ -1,18 +1,11 @@
 import { Emitter } from '@socket.io/redis-emitter';
 import type { Redis } from '../redis';
 import { socketIoKey } from '../desktop/computer-link';
+import { RunnerEvents } from './runner-events';
 
 export const RUNNERS_NAMESPACE = '/runners';
 
-/** The runner protocol's events (docs/runners.md). */
-export const RunnerEvents = {
-  hello: 'runner:hello',
-  heartbeat: 'runner:heartbeat',
-  command: 'runner:command',
-  done: 'runner:done',
-  screen: 'runner:screen',
-  input: 'runner:input',
-} as const;
+export { RunnerEvents } from './runner-events';
 
 /** The socket.io room of a runner: its connection joins it. */
 export const runnerRoom = (runnerId: string) => `runner:${runnerId}`;

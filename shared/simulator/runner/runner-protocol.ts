@@ -4,14 +4,7 @@
  * with its own schemas (api/sockets/runners.gateway.ts).
  */
 
-export const RunnerProtocolEvents = {
-  hello: 'runner:hello',
-  heartbeat: 'runner:heartbeat',
-  command: 'runner:command',
-  done: 'runner:done',
-  screen: 'runner:screen',
-  input: 'runner:input',
-} as const;
+export { RunnerEvents as RunnerProtocolEvents } from '../../runners/runner-events';
 
 export interface RunnerHello {
   token: string;
