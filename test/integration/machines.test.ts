@@ -17,7 +17,7 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
 
   before(async () => {
     service = await startTestService(
-      { DESKHAND_RUNNER_HEARTBEAT_MS: '200', DESKHAND_RUNNER_OFFLINE_AFTER_MS: String(OFFLINE_AFTER_MS), DESKHAND_MACHINE_BOOT_TIMEOUT_MS: '1500' },
+      { DESKHAND_RUNNER_HEARTBEAT_MS: '200', DESKHAND_RUNNER_OFFLINE_AFTER_MS: String(OFFLINE_AFTER_MS), DESKHAND_MACHINE_BOOT_TIMEOUT_MS: '1500', DESKHAND_OPEN_MACHINE_MS: '4000' },
       ['web', 'worker-evals'],
     );
     org = await service.newOrg('Machines org');
@@ -156,6 +156,19 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     gone.runner.close();
     const lost = await waitFor(async () => ((await state(building.start_state_id)).status === 'failed' ? state(building.start_state_id) : null), 8000, 'failed');
     expect(lost.error).to.contain('went offline');
+  });
+
+  it('an open machine nobody saves closes at view.expires_at (its delayed job): never saved, the state is failed; the view ends', async () => {
+    const { runner } = await connectRunner('expiry-image', 1);
+    const made = await createState({ name: 'left open', from: 'expiry-image', method: 'hand' });
+    expect(Date.parse(made.view!.expires_at) - Date.now()).to.be.within(2000, 4500);
+    const closed = await waitFor(async () => ((await state(made.start_state_id)).status === 'failed' ? state(made.start_state_id) : null), 10_000, 'closed');
+    expect(closed.error).to.contain('closed unsaved');
+    expect(closed.view).to.equal(null);
+    await waitFor(() => runner.commands.find((c) => c.type === 'machine.destroy'), 5000, 'its machine destroyed');
+    expect((await fetch(service.baseUrl + new URL(made.view!.screen_url).pathname)).status).to.equal(404);
+    const audit = (await api('GET', `/v1/audit_log?object_type=start_state&object_id=${made.start_state_id}`)).body.data.map((e: { action: string }) => e.action);
+    expect(audit).to.include('start_state.closed');
   });
 
   it('refuses what cannot be made: an unknown image (400 naming from), no online runner (409 no_runner), method fields that do not fit', async () => {
