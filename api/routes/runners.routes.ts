@@ -16,12 +16,12 @@ export function runnerRoutes(container: Container): RouteSpec[] {
       summary: 'Register a runner of the org\'s own; its token is shown once',
       description:
         'The token (`dhr_…`) is in this response only; the service keeps its hash. Start the runner with it: it connects out to the ' +
-        'socket.io namespace `/runners` and serves only this org. Needs the admin role or an API key.',
+        'socket.io namespace `/runners` and serves only this org. An org has at most 100 runners (409 `runner_limit`). Needs the admin role or an API key.',
       tag: TAG,
       auth: 'api_key',
       body: CreateRunnerBody,
       response: CreatedRunnerSchema,
-      errors: [],
+      errors: [400, 409],
       handler: async ({ auth, body, requestId }) => {
         const { runner, token } = await runners.create({ orgId: auth.orgId, actor: auth.actor }, body.name, requestId);
         return { ...runner, token };

@@ -28,6 +28,8 @@ export type { Runner } from './runner-object';
 
 /** Spec limit: a runner's name is 1 to 80 characters (after trimming). */
 export const RUNNER_NAME_MAX = 80;
+/** Runners an org may have at once (not deleted): `GET /v1/runners` answers them in one page. */
+export const RUNNERS_PER_ORG_MAX = 100;
 
 /** Why a runner's hello was refused, in words its operator can act on. */
 export class RunnerRefused extends Error {
@@ -88,6 +90,7 @@ export class RunnersService {
     if (!name || name.length > RUNNER_NAME_MAX) throw invalidRequest(`name must be 1 to ${RUNNER_NAME_MAX} characters (leading and trailing spaces are trimmed)`);
     const token = generateRunnerToken();
     const row = await this.deps.db.transaction(async (trx) => {
+      if (owner.orgId) await assertRoomForRunner(trx, owner.orgId);
       const inserted = await insertRunner(trx, { id: newId('rn'), org_id: owner.orgId, scope: owner.scope, name, token_hash: hashSecret(token), token_prefix: displayPrefix(token) });
       await recordAudit(trx, {
         orgId: owner.orgId,
@@ -194,6 +197,15 @@ export class RunnersService {
   async gone(connection: RunnerConnection): Promise<void> {
     await releaseRunner(this.deps.db, connection.runnerId, connection.connectionId);
     this.deps.logger.info({ runner: connection.runnerId }, 'runner disconnected');
+  }
+}
+
+/** 409 `runner_limit` when the org has `RUNNERS_PER_ORG_MAX` runners; its row is locked so that two registrations count in turn. */
+async function assertRoomForRunner(trx: Knex.Transaction, orgId: string): Promise<void> {
+  await trx('orgs').where({ id: orgId }).forUpdate().first('id');
+  const [{ count }] = await trx('runners').where({ org_id: orgId }).whereNull('revoked_at').count<{ count: string }[]>({ count: '*' });
+  if (Number(count) >= RUNNERS_PER_ORG_MAX) {
+    throw new ApiError('conflict', `This org has ${RUNNERS_PER_ORG_MAX} runners, the most it may have; delete one it no longer uses first`, { code: 'runner_limit' });
   }
 }
 

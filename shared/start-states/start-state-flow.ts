@@ -29,6 +29,8 @@ export interface StartStateFlowDeps {
 export const SETUP_SCRIPT_TIMEOUT_MS = 10 * 60_000;
 /** Machines a build gets before it fails (one lost with its runner is replaced). */
 const MACHINE_ATTEMPTS = 3;
+/** A build or save this quiet is advanced by the sweep (its job may have been lost). */
+const SWEEP_QUIET_MS = 30_000;
 /** The end of a script's output kept in a failed state's `error`. */
 const OUTPUT_TAIL = 2_000;
 
@@ -50,9 +52,9 @@ export class StartStateFlow {
     return queueAdvance(this.deps.queues, stateId, why, delayMs);
   }
 
-  /** The sweep: open machines past their time, and states whose machine or task ended unnoticed. */
+  /** The sweep: open machines past their time, states whose machine or task ended unnoticed, and quiet builds and saves. */
   async sweep(): Promise<number> {
-    const ids = await startStatesNeedingAttention(this.deps.db, 200);
+    const ids = await startStatesNeedingAttention(this.deps.db, SWEEP_QUIET_MS, 200);
     for (const id of ids) await this.advance(id);
     return ids.length;
   }

@@ -44,8 +44,12 @@ export function listStartStates<T>(db: Knex, orgId: string, page: PageRequest, t
   return paginate<StartStateRow & Record<string, unknown>, T>(db('start_states').where({ org_id: orgId }).whereNull('deleted_at'), page, toObject);
 }
 
-/** Open states whose view expired (their delayed close may have been lost), and building or saving ones whose machine is gone. */
-export async function startStatesNeedingAttention(db: Db, limit: number): Promise<string[]> {
+/**
+ * States the sweep moves along, in case the job that should have was lost (Redis emptied): open
+ * ones past their view's time, ones whose machine or task ended, and building or saving ones
+ * quiet for `quietMs` (an answer whose `advance` was lost; advancing one that waits does nothing).
+ */
+export async function startStatesNeedingAttention(db: Db, quietMs: number, limit: number): Promise<string[]> {
   const { rows } = await db.raw<{ rows: Array<{ id: string }> }>(
     `select s.id from start_states s
       where s.deleted_at is null and (
@@ -53,9 +57,10 @@ export async function startStatesNeedingAttention(db: Db, limit: number): Promis
         or (s.status in ('building', 'open', 'saving') and exists (
               select 1 from machines m where m.id = s.machine_id and m.status in ('failed', 'destroyed')))
         or (s.status = 'building' and s.task_id is not null and exists (
-              select 1 from tasks t where t.id = s.task_id and t.status in ('completed', 'failed', 'stopped'))))
+              select 1 from tasks t where t.id = s.task_id and t.status in ('completed', 'failed', 'stopped')))
+        or (s.status in ('building', 'saving') and s.updated_at < now() - (? * interval '1 millisecond')))
       limit ?`,
-    [limit],
+    [quietMs, limit],
   );
   return rows.map((row) => row.id);
 }

@@ -226,6 +226,35 @@ describe('start states with the reference runner (a process)', function () {
     });
   });
 
+  it('never gives a runner more machines than its slots under concurrent requests; a runner stopped reads offline, a deleted one is refused', async () => {
+    const rack = await startRunner('two slots', '--images', 'macos-slots', '--slots', '2');
+    const made = await Promise.all(Array.from({ length: 5 }, (_, i) => api('POST', '/v1/start_states', { name: `open ${i}`, from: 'macos-slots', method: 'hand' })));
+    expect(made.map((response) => response.status)).to.deep.equal([200, 200, 200, 200, 200]);
+    await waitFor(async () => (await api('GET', `/v1/runners/${rack.runner_id}`)).body.busy === 2, 10_000, 'two machines');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await api('GET', `/v1/runners/${rack.runner_id}`)).body.busy).to.equal(2);
+    for (const response of made) expect((await api('DELETE', `/v1/start_states/${response.body.start_state_id}`)).status).to.equal(200);
+    await waitFor(async () => (await api('GET', `/v1/runners/${rack.runner_id}`)).body.busy === 0, 10_000, 'every machine let go');
+    // What the runner itself saw: never more than two machines at once.
+    let live = 0;
+    let most = 0;
+    for (const line of rack.process.lines()) {
+      if (line.event === 'machine_made') live += 1;
+      if (line.event === 'destroyed' && line.existed !== false) live -= 1;
+      most = Math.max(most, live);
+    }
+    expect(most).to.equal(2);
+
+    rack.process.child.kill('SIGTERM');
+    expect(await rack.process.exited).to.equal(0);
+    await waitFor(async () => (await api('GET', `/v1/runners/${rack.runner_id}`)).body.status === 'offline', 5000, 'offline once stopped');
+
+    const doomed = await startRunner('to be deleted', '--images', 'macos-slots');
+    expect((await api('DELETE', `/v1/runners/${doomed.runner_id}`)).status).to.equal(200);
+    expect(await doomed.process.exited).to.equal(1);
+    expect(doomed.process.lines().some((line) => line.event === 'stopped' && line.code === 'revoked')).to.equal(true);
+  });
+
   it('a runner killed (kill -9) mid-command loses nothing: the build moves to a machine on another runner', async () => {
     // The only runner with this image boots slowly; it is killed while its make is outstanding.
     const slow = await startRunner('slow rack', '--images', 'macos-kill', '--boot-ms', '20000');

@@ -117,6 +117,20 @@ describe('runners (docs/runners.md)', function () {
     });
   });
 
+  it('caps an org at 100 runners (409 runner_limit, even under concurrent registrations); a deleted one makes room', async () => {
+    const capped = await service.newOrg('Runner cap org');
+    const made = await Promise.all(Array.from({ length: 105 }, (_, i) => api('POST', '/v1/runners', { name: `r${i}` }, capped.key)));
+    expect(made.filter((response) => response.status === 200)).to.have.length(100);
+    const refused = made.filter((response) => response.status !== 200);
+    expect(refused).to.have.length(5);
+    expect(refused[0]!.status).to.equal(409);
+    expect(refused[0]!.body.error.code).to.equal('runner_limit');
+    const list = (await api('GET', '/v1/runners', undefined, capped.key)).body.data.filter((r: { scope: string }) => r.scope === 'org');
+    expect(list).to.have.length(100);
+    expect((await api('DELETE', `/v1/runners/${list[0].runner_id}`, undefined, capped.key)).status).to.equal(200);
+    expect((await api('POST', '/v1/runners', { name: 'one more' }, capped.key)).status).to.equal(200);
+  });
+
   describe('the /runners namespace', () => {
     it('takes a hello with the token: online with what it reported, read through the API', async () => {
       const made = await create('connects');
