@@ -16,6 +16,8 @@ export const ID_PREFIX = {
   delivery: 'dlv',
   toolCall: 'call',
   machine: 'mc',
+  testRun: 'tr',
+  try: 'try',
   runnerCommand: 'cmd',
 } as const;
 
