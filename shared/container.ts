@@ -30,6 +30,10 @@ import { RunnerConsole } from './runners/runner-console';
 import { MachinesService } from './machines/machines.service';
 import { StartStateFlow, startStateTasks } from './start-states/start-state-flow';
 import { StartStatesService } from './start-states/start-states.service';
+import { TryFlow, tryTasks } from './test-runs/try-flow';
+import { TestRunsService } from './test-runs/test-runs.service';
+import { createEvalModels } from './evals/eval-models';
+import { secretToType, stepToClick } from './evals/customer';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -75,6 +79,8 @@ export interface Container {
   runnerConsole: RunnerConsole;
   startStates: StartStatesService;
   startStateFlow: StartStateFlow;
+  testRuns: TestRunsService;
+  tryFlow: TryFlow;
   /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
@@ -127,15 +133,16 @@ export function createContainer(
   const toolSecrets = new ToolSecretService({ db });
   orgs.onCreated((trx, orgId) => ensureToolSecret(trx, orgId));
   const toolCalls = new ToolCallService({ db, http: outboundHttp, config, logger: logger.child({ scope: 'tool-calls' }) });
-  const models = createModelRegistry({
+  const modelConfig = {
     scripted: config.scriptedModels,
     anthropic: config.vendors.anthropic,
     openai: config.vendors.openai,
     gemini: config.vendors.gemini,
-  });
+  };
+  const models = createModelRegistry(modelConfig);
   // After a task change commits: its followers hear of it, its org events go to the webhooks queue.
   // A start state built by an instruction advances when its task ends.
-  const observers: TaskChangeObserver[] = [followerNotes(notifier), orgEventDispatch(queues), startStateTasks({ db, queues }), ...(options.observers ?? [])];
+  const observers: TaskChangeObserver[] = [followerNotes(notifier), orgEventDispatch(queues), startStateTasks({ db, queues }), tryTasks({ queues }), ...(options.observers ?? [])];
   const loop = new TaskLoop({
     db,
     clock,
@@ -158,6 +165,7 @@ export function createContainer(
   const runnerLink = new RunnerLink(redis, config.redisPrefix);
   // A machine's owner hears of its changes through its own queue job.
   let startStateFlow: StartStateFlow | undefined;
+  let tryFlow: TryFlow | undefined;
   const machines = new MachinesService({
     db,
     queues,
@@ -166,7 +174,10 @@ export function createContainer(
     logger: logger.child({ scope: 'machines' }),
     notifyOwner: async (machine, why) => {
       if (machine.owner_kind === 'start_state') await startStateFlow!.advanceSoon(machine.owner_id, why);
+      if (machine.owner_kind === 'try') await tryFlow!.advanceSoon(machine.owner_id, why);
     },
+    // A freed slot may start a queued try.
+    slotFreed: () => tryFlow!.scheduleSoon(),
     offlineAfterMs: config.runnerOfflineAfterMs,
     bootTimeoutMs: config.machineBootTimeoutMs,
   });
@@ -188,6 +199,22 @@ export function createContainer(
     sessions,
     createTask: (trx, input) => tasks.createInTransaction(trx, input),
   });
+  // The simulated customer and the rubric judge: scripted, or a vendor model (shared/evals/).
+  const evalModels = createEvalModels(modelConfig);
+  tryFlow = new TryFlow({
+    db,
+    queues,
+    logger: logger.child({ scope: 'tries' }),
+    machines,
+    sessions,
+    createTask: (trx, input) => tasks.createInTransaction(trx, input),
+    respond: (taskId, orgId, input, by) => loop.respond(taskId, orgId, input, by),
+    stopTask: (taskId, orgId, reason) => loop.stop(taskId, orgId, 'operator', reason),
+    customer: { answer: (input) => evalModels.customer.answer(input), secretToType, stepToClick },
+    judge: evalModels.judge,
+    offlineAfterMs: config.runnerOfflineAfterMs,
+  });
+  const testRuns = new TestRunsService({ db, agents, scheduleSoon: () => tryFlow!.scheduleSoon(), cancelTries: (runId) => tryFlow!.cancelRun(runId) });
   const runnerConsole = new RunnerConsole();
   const startStates = new StartStatesService({
     db,
@@ -230,6 +257,8 @@ export function createContainer(
     runnerConsole,
     startStates,
     startStateFlow,
+    testRuns,
+    tryFlow,
     async close() {
       await queues.close();
       subscriber.disconnect();

@@ -13,7 +13,7 @@ export type MachineStatus = 'waiting' | 'starting' | 'running' | 'stopping' | 'd
 export const LIVE_MACHINE_STATUSES: readonly MachineStatus[] = ['starting', 'running', 'stopping'];
 
 /** Who a machine is for; told of each of its changes (`MachineOwners`). */
-export type MachineOwnerKind = 'start_state';
+export type MachineOwnerKind = 'start_state' | 'try';
 
 /** `mac` or `windows` for the reference runner's images; another runner's image names its own. */
 export type MachineOs = string;
@@ -38,7 +38,7 @@ export interface MachineRow {
   ended_at: Date | null;
 }
 
-export type CommandType = 'machine.make' | 'machine.run' | 'machine.save' | 'machine.destroy' | 'disk.delete';
+export type CommandType = 'machine.make' | 'machine.run' | 'machine.save' | 'machine.destroy' | 'machine.input' | 'disk.delete';
 export type CommandStatus = 'sent' | 'done' | 'failed';
 
 export interface CommandRow {

@@ -34,6 +34,8 @@ export interface MachinesDeps {
   sessions: Pick<SessionsService, 'createMachineSession' | 'endMachineSession'>;
   logger: Logger;
   notifyOwner: NotifyOwner;
+  /** A slot was freed (a machine destroyed or lost): work waiting for one may start (queued tries). */
+  slotFreed?: () => Promise<unknown>;
   /** Silence after which a connected runner reads offline; also how long a runner that dropped its connection has to come back before its machines are lost. */
   offlineAfterMs: number;
   /** How long a runner has to make a machine (boot and connect it). */
@@ -55,6 +57,7 @@ export interface MachineRequest {
 /** Deadlines of the commands that do not carry their own. */
 const SAVE_TIMEOUT_MS = 60_000;
 const DESTROY_TIMEOUT_MS = 60_000;
+const INPUT_TIMEOUT_MS = 30_000;
 /** A script's deadline is its own timeout plus this, for the runner to answer. */
 const SCRIPT_GRACE_MS = 30_000;
 /** Waiting machines looked at by one placement pass. */
@@ -138,6 +141,11 @@ export class MachinesService {
   /** Runs a script in the machine's shell; the owner hears when it is answered. */
   async runScript(machine: MachineRow, script: string, timeoutMs: number, trx?: Knex.Transaction): Promise<CommandRow> {
     return this.command(trx, machine, 'machine.run', { script, timeout_ms: timeoutMs }, timeoutMs + SCRIPT_GRACE_MS);
+  }
+
+  /** Does something on the machine as the person at it (`machine.input`). */
+  async input(machine: MachineRow, input: Record<string, unknown>, trx?: Knex.Transaction): Promise<CommandRow> {
+    return this.command(trx, machine, 'machine.input', { input }, INPUT_TIMEOUT_MS);
   }
 
   /** Keeps the machine's disk as a state version on its runner. */
@@ -271,6 +279,7 @@ export class MachinesService {
       await this.endSession(machine, machine.error ?? 'The machine was destroyed');
       // Its slot is free (or it never got one): machines waiting for one may go now.
       await this.placeSoon();
+      await this.deps.slotFreed?.();
       // A make that timed out may still finish on the runner later: it is told to destroy it.
       if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });
     }
@@ -303,6 +312,7 @@ export class MachinesService {
     this.deps.logger.warn({ machine: machine.id, runner: machine.runner_id, reason }, 'machine lost');
     await this.endSession(machine, reason);
     await this.placeSoon();
+    await this.deps.slotFreed?.();
     await this.deps.notifyOwner(machine, `lost:${machine.id}`);
   }
 

@@ -77,6 +77,10 @@ export const JOBS = Object.freeze({
     'runner-check': Type.Object({ runner_id: Id }, { additionalProperties: false }),
     /** A start state's next step, after its machine changed, a command was answered, its task ended or its open time is up. */
     'start-state-advance': Type.Object({ start_state_id: Id }, { additionalProperties: false }),
+    /** Starts queued tries while runners have free slots, fairly across orgs and runs. */
+    'schedule-tries': Type.Object({}, { additionalProperties: false }),
+    /** A try's next step, after its machine changed, a command was answered or its task changed. */
+    'try-advance': Type.Object({ try_id: Id }, { additionalProperties: false }),
   },
 } satisfies Record<QueueName, Record<string, TSchema>>);
 

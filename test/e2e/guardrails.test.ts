@@ -833,7 +833,7 @@ describe('approval_timeout_minutes with a controllable clock', function () {
   /** The delayed job of an approval; it is added just after the approval commits. */
   const timeoutJob = (approvalId: string) =>
     waitFor(() => service.running.container.queues.queue(QUEUE_NAMES.maintenance).getJob(`approval-timeout-${approvalId}`), 5000, 'the approval-timeout job');
-  const sweep = () => sweepSteps({ ...service.running.container, evals: { machines: service.running.container.machines, startStates: service.running.container.startStateFlow } }).find((step) => step.name === 'approval-timeouts')!.run();
+  const sweep = () => sweepSteps({ ...service.running.container, evals: { machines: service.running.container.machines, startStates: service.running.container.startStateFlow, tries: service.running.container.tryFlow } }).find((step) => step.name === 'approval-timeouts')!.run();
 
   it('the sweep denies an approval left undecided past the timeout, with answered_by timeout; the agent goes on', async () => {
     const { taskId, pending, client, lines } = await startOn('timed', ['open Browser', 'go shop.example.com', 'click "Buy now"', 'click "Add to cart"', DONE]);

@@ -1,17 +1,19 @@
 import { QUEUE_NAMES, type JobPayload } from '../../shared/queues/catalog';
 import type { MachinesService } from '../../shared/machines/machines.service';
 import type { StartStateFlow } from '../../shared/start-states/start-state-flow';
+import type { TryFlow } from '../../shared/test-runs/try-flow';
 import type { QueueWiring } from '../runtime';
 import type { SweepStep } from '../maintenance/sweep.processor';
 
 export interface EvalsDeps {
   machines: Pick<MachinesService, 'placeWaiting' | 'timedOut' | 'checkRunner' | 'sweep'>;
   startStates: Pick<StartStateFlow, 'advance' | 'sweep'>;
+  tries: Pick<TryFlow, 'schedule' | 'advance' | 'sweep'>;
 }
 
 /**
  * The `evals` queue (worker-evals): machines placed on runners and their commands timed out,
- * runners that went checked, and start states moved along. Every job carries ids; what to do is
+ * runners that went checked, start states moved along, tries scheduled and carried out. Every job carries ids; what to do is
  * read from PostgreSQL, so a job run twice does its work once.
  */
 export function evalsWiring(deps: EvalsDeps): QueueWiring {
@@ -23,6 +25,8 @@ export function evalsWiring(deps: EvalsDeps): QueueWiring {
       'command-timeout': async (payload) => deps.machines.timedOut((payload as JobPayload<'evals', 'command-timeout'>).command_id),
       'runner-check': async (payload) => deps.machines.checkRunner((payload as JobPayload<'evals', 'runner-check'>).runner_id),
       'start-state-advance': async (payload) => deps.startStates.advance((payload as JobPayload<'evals', 'start-state-advance'>).start_state_id),
+      'schedule-tries': async () => deps.tries.schedule(),
+      'try-advance': async (payload) => deps.tries.advance((payload as JobPayload<'evals', 'try-advance'>).try_id),
     },
   };
 }
@@ -32,5 +36,6 @@ export function evalsSweepSteps(deps: EvalsDeps): SweepStep[] {
   return [
     { name: 'machines', run: () => deps.machines.sweep() },
     { name: 'start-states', run: () => deps.startStates.sweep() },
+    { name: 'tries', run: () => deps.tries.sweep() },
   ];
 }

@@ -1,5 +1,6 @@
 import { CommandError, type CommandDone, type RunnerCommand } from './runner-protocol';
 import type { SimulatedHypervisor } from './simulated-hypervisor';
+import { machineInput } from './machine-console';
 
 /**
  * Carries out one command of docs/runners.md ("Machines and commands") on the hypervisor and
@@ -32,6 +33,11 @@ export async function carryOutCommand(hypervisor: SimulatedHypervisor, command: 
         const { existed } = await hypervisor.destroy(machineId);
         emit({ event: 'destroyed', command_id, machine_id: machineId, existed });
         return { command_id, ok: true, result: {} };
+      }
+      case 'machine.input': {
+        const result = await machineInput(hypervisor, machineId, args.input);
+        emit({ event: 'input', command_id, machine_id: machineId, input: (args.input as { type?: string } | undefined)?.type });
+        return { command_id, ok: true, result };
       }
       case 'disk.delete': {
         const result = await hypervisor.deleteDisk(args);

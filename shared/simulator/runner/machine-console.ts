@@ -1,5 +1,6 @@
 import type { DesktopAction } from '../../desktop/protocol';
-import type { ConsoleInput } from './runner-protocol';
+import { CommandError, type ConsoleInput } from './runner-protocol';
+import { centerOf } from '../simulated-computer';
 import type { SimulatedHypervisor } from './simulated-hypervisor';
 
 /**
@@ -25,6 +26,30 @@ export async function inputReply(hypervisor: SimulatedHypervisor, payload: unkno
   if (typeof action === 'string') return { ok: false, message: action };
   const result = await computer.act(action);
   return result.ok ? { ok: true, frame: computer.frame } : { ok: false, message: result.error, frame: computer.frame };
+}
+
+/**
+ * The `machine.input` command: what the person at the machine does for the service (an eval's
+ * simulated customer typing a secret or clicking a button it was asked to). Besides the
+ * console's inputs it takes `{ type: "click_label", label }`: the element with that label on the
+ * screen now is clicked in its middle.
+ */
+export async function machineInput(hypervisor: SimulatedHypervisor, machineId: string, input: unknown): Promise<{ frame: number }> {
+  const computer = hypervisor.computer(machineId);
+  if (!computer) throw new CommandError('no_such_machine', `No machine ${machineId} runs on this runner.`);
+  const value = input as { type?: unknown; label?: unknown } | null;
+  let action: DesktopAction | string;
+  if (value?.type === 'click_label') {
+    const element = computer.observe().observation?.elements?.find((candidate) => candidate.label === value.label);
+    if (!element) throw new CommandError('failed', `Nothing labelled "${String(value.label)}" is on the screen.`);
+    action = { type: 'click', ...centerOf(element.bounds) };
+  } else {
+    action = consoleAction(input);
+  }
+  if (typeof action === 'string') throw new CommandError('failed', action);
+  const result = await computer.act(action);
+  if (!result.ok) throw new CommandError('failed', result.error ?? 'The machine could not do that.');
+  return { frame: computer.frame };
 }
 
 /** The desktop step a console input asks for, or why it is not one. */

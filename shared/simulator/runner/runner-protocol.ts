@@ -22,7 +22,7 @@ export type HelloReply =
   | { ok: true; runner_id: string; name: string; scope: string; heartbeat_ms: number }
   | { ok: false; code: string; message: string };
 
-export type CommandType = 'machine.make' | 'machine.run' | 'machine.save' | 'machine.destroy' | 'disk.delete';
+export type CommandType = 'machine.make' | 'machine.run' | 'machine.save' | 'machine.destroy' | 'machine.input' | 'disk.delete';
 
 export interface RunnerCommand {
   command_id: string;

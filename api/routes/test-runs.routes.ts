@@ -1,0 +1,94 @@
+import { Type } from '@sinclair/typebox';
+import type { Container } from '../../shared/container';
+import { defineRoute, type RouteSpec } from '../routing';
+import { ListOf, PageQuery } from '../schemas/common.schemas';
+import { ComparisonSchema, CreateTestRunBody, TestRunParams, TestRunSchema, TrySchema } from '../schemas/test-runs.schemas';
+
+const TAG = 'Test runs';
+
+/** Test runs (docs/evals.md, "Test runs"): queue one, read it with its summary and tries, cancel it, compare two. */
+export function testRunRoutes(container: Container): RouteSpec[] {
+  const { testRuns } = container;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/test_runs',
+      operationId: 'createTestRun',
+      summary: 'Queue a run of a test set (or a list of cases) against one agent version',
+      description:
+        'Exactly one of `test_set_id` and `test_case_ids`. Every case is fixed as it is now, its start state at its current version. ' +
+        'Each case is tried `repeat` times (the run\'s, else the case\'s in the set, else the set\'s), each try on a fresh machine. ' +
+        'At most 10,000 tries a run. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      body: CreateTestRunBody,
+      response: TestRunSchema,
+      errors: [400, 404, 503],
+      handler: async ({ auth, body, requestId }) => testRuns.create({ orgId: auth.orgId, actor: auth.actor }, body, requestId),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/test_runs',
+      operationId: 'listTestRuns',
+      summary: 'The org\'s test runs, newest first',
+      tag: TAG,
+      auth: 'api_key',
+      query: Type.Object({ ...PageQuery, agent_id: Type.Optional(Type.String({ maxLength: 40 })), test_set_id: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }),
+      response: ListOf(TestRunSchema),
+      errors: [],
+      handler: async ({ auth, query }) => testRuns.list(auth.orgId, { agentId: query.agent_id, testSetId: query.test_set_id }, { limit: query.limit ?? 20, cursor: query.cursor ?? null }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/test_runs/{test_run_id}',
+      operationId: 'getTestRun',
+      summary: 'A test run with its summary: tries by status, pass rate, and per case pass@k, pass^k and flakiness',
+      tag: TAG,
+      auth: 'api_key',
+      params: TestRunParams,
+      response: TestRunSchema,
+      errors: [404],
+      handler: async ({ auth, params }) => testRuns.get(auth.orgId, params.test_run_id),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/test_runs/{test_run_id}/tries',
+      operationId: 'listTries',
+      summary: 'A run\'s tries, newest first: each with its task (to replay), check, rubric verdicts, steps and time',
+      tag: TAG,
+      auth: 'api_key',
+      params: TestRunParams,
+      query: Type.Object({ ...PageQuery }, { additionalProperties: false }),
+      response: ListOf(TrySchema),
+      errors: [404],
+      handler: async ({ auth, params, query }) => testRuns.tries(auth.orgId, params.test_run_id, { limit: query.limit ?? 20, cursor: query.cursor ?? null }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/test_runs/{test_run_id}/cancel',
+      operationId: 'cancelTestRun',
+      summary: 'Cancel a run: its running tries stop, the queued ones are skipped',
+      description: '409 `not_running` when it already ended. Needs the admin role or an API key.',
+      tag: TAG,
+      auth: 'api_key',
+      params: TestRunParams,
+      response: TestRunSchema,
+      errors: [404, 409],
+      handler: async ({ auth, params, requestId }) => testRuns.cancel({ orgId: auth.orgId, actor: auth.actor }, params.test_run_id, requestId),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/test_runs/{test_run_id}/compare',
+      operationId: 'compareTestRuns',
+      summary: 'This run (the new one) against `with` (the baseline), case by case',
+      description: 'Per case both pass rates and a label: `regressed` (passes less often than in the baseline), `improved`, `flaky` (its tries disagree, rate unchanged), `unchanged`; and the totals.',
+      tag: TAG,
+      auth: 'api_key',
+      params: TestRunParams,
+      query: Type.Object({ with: Type.String({ minLength: 1, maxLength: 100, description: 'The baseline run.' }) }, { additionalProperties: false }),
+      response: ComparisonSchema,
+      errors: [400, 404],
+      handler: async ({ auth, params, query }) => testRuns.compare(auth.orgId, params.test_run_id, query.with) as never,
+    }),
+  ];
+}

@@ -1,0 +1,166 @@
+import type { Knex } from '../db/knex';
+import { paginate, type Page, type PageRequest } from '../pagination';
+import { LIVE_MACHINE_STATUSES } from '../machines/machine-rows';
+import type { RunCaseRow, TestRunRow, TryRow, TryStatus } from './test-run-rows';
+
+type Db = Knex | Knex.Transaction;
+
+const json = (value: unknown) => JSON.stringify(value) as never;
+
+/** A live case of the org, as the run reads it. */
+export interface CaseRow {
+  id: string;
+  key: string | null;
+  name: string;
+  prompt: string;
+  start_state: string;
+  setup_script: string | null;
+  success: { check_script?: string; rubric?: string };
+  customer: Record<string, unknown> | null;
+  operator: { approvals?: 'approve' | 'deny' | 'none' };
+  limits: { minutes?: number; steps?: number };
+}
+
+export async function findLiveCases(db: Db, orgId: string, ids: string[]): Promise<CaseRow[]> {
+  return db('test_cases').where({ org_id: orgId }).whereIn('id', ids).whereNull('deleted_at');
+}
+
+export async function findLiveSet(db: Db, orgId: string, id: string): Promise<{ id: string; repeat: number; customer: Record<string, unknown> | null } | undefined> {
+  return db('test_sets').where({ org_id: orgId, id }).whereNull('deleted_at').first('id', 'repeat', 'customer');
+}
+
+/** A set's cases in order, each with its own repeat (null: the set's). */
+export async function setCases(db: Db, setId: string): Promise<Array<{ test_case_id: string; repeat: number | null }>> {
+  return db('test_set_cases').where({ test_set_id: setId }).orderBy('position').select('test_case_id', 'repeat');
+}
+
+export async function insertRun(db: Db, row: Omit<TestRunRow, 'seq' | 'created_at' | 'started_at' | 'ended_at'>): Promise<TestRunRow> {
+  const [inserted] = await db<TestRunRow>('test_runs').insert({ ...row, agent: json(row.agent), metadata: json(row.metadata) }).returning('*');
+  return inserted!;
+}
+
+export async function insertRunCases(db: Db, rows: RunCaseRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) {
+    await db('test_run_cases').insert(rows.slice(i, i + 500).map((row) => ({ ...row, snapshot: json(row.snapshot) })));
+  }
+}
+
+export async function insertTries(db: Db, rows: Array<Pick<TryRow, 'id' | 'org_id' | 'run_id' | 'position' | 'test_case_id' | 'attempt' | 'start_state_version'>>): Promise<void> {
+  for (let i = 0; i < rows.length; i += 1000) await db('tries').insert(rows.slice(i, i + 1000).map((row) => ({ ...row, status: 'queued' })));
+}
+
+export async function findRun(db: Db, orgId: string | null, id: string, lock = false): Promise<TestRunRow | undefined> {
+  const query = db<TestRunRow>('test_runs').where({ id }).first();
+  if (orgId) query.andWhere({ org_id: orgId });
+  return lock ? query.forUpdate() : query;
+}
+
+export async function updateRun(db: Db, id: string, changes: Partial<TestRunRow>): Promise<void> {
+  await db('test_runs').where({ id }).update(changes);
+}
+
+export function listRuns<T>(db: Knex, orgId: string, filter: { agentId?: string; testSetId?: string }, page: PageRequest, toObject: (row: TestRunRow) => T): Promise<Page<T>> {
+  const query = db('test_runs').where({ org_id: orgId });
+  if (filter.agentId) query.andWhere({ agent_id: filter.agentId });
+  if (filter.testSetId) query.andWhere({ test_set_id: filter.testSetId });
+  return paginate<TestRunRow & Record<string, unknown>, T>(query, page, toObject);
+}
+
+export async function runCases(db: Db, runId: string): Promise<RunCaseRow[]> {
+  return db<RunCaseRow>('test_run_cases').where({ run_id: runId }).orderBy('position');
+}
+
+export async function runCase(db: Db, runId: string, position: number): Promise<RunCaseRow | undefined> {
+  return db<RunCaseRow>('test_run_cases').where({ run_id: runId, position }).first();
+}
+
+/** Each case's try statuses, for the summary. */
+export async function tryStatuses(db: Db, runId: string): Promise<Array<{ position: number; status: TryStatus }>> {
+  return db('tries').where({ run_id: runId }).orderBy(['position', 'attempt']).select('position', 'status');
+}
+
+export function listTries<T>(db: Knex, runId: string, page: PageRequest, toObject: (row: TryRow) => T): Promise<Page<T>> {
+  return paginate<TryRow & Record<string, unknown>, T>(db('tries').where({ run_id: runId }), page, toObject);
+}
+
+export async function findTry(db: Db, id: string, lock = false): Promise<TryRow | undefined> {
+  const query = db<TryRow>('tries').where({ id }).first();
+  return lock ? query.forUpdate() : query;
+}
+
+export async function updateTry(db: Db, id: string, changes: Partial<TryRow>): Promise<TryRow> {
+  const fields: Record<string, unknown> = { ...changes };
+  for (const key of ['check', 'rubric'] as const) if (key in changes) fields[key] = changes[key] === null ? null : json(changes[key]);
+  const [row] = await db<TryRow>('tries').where({ id }).update(fields).returning('*');
+  return row!;
+}
+
+export async function findTryByTask(db: Db, taskId: string): Promise<TryRow | undefined> {
+  return db<TryRow>('tries').where({ task_id: taskId }).first();
+}
+
+/** Whether the run still has tries queued or running. */
+export async function hasOpenTries(db: Db, runId: string): Promise<boolean> {
+  return (await db('tries').where({ run_id: runId }).whereIn('status', ['queued', 'running']).first('id')) !== undefined;
+}
+
+/** Running tries of a run (to cancel them). */
+export async function openTryIds(db: Db, runId: string, status: TryStatus): Promise<string[]> {
+  return (await db('tries').where({ run_id: runId, status }).select('id')).map((row: { id: string }) => row.id);
+}
+
+/**
+ * Runs with queued tries, fairest first: the org with fewest tries running, then the run with
+ * fewest, then the oldest. One large run thus cannot starve a small one started after it.
+ */
+export async function runsWaitingFairly(db: Db, limit: number): Promise<Array<{ id: string; org_id: string }>> {
+  const { rows } = await db.raw(
+    `select r.id, r.org_id
+       from test_runs r
+      where r.status in ('queued', 'running')
+        and exists (select 1 from tries q where q.run_id = r.id and q.status = 'queued')
+      order by (select count(*) from tries t where t.org_id = r.org_id and t.status = 'running'),
+               (select count(*) from tries t where t.run_id = r.id and t.status = 'running'),
+               r.seq
+      limit ?`,
+    [limit],
+  );
+  return rows;
+}
+
+/** The run's next queued try (lowest case position, then attempt), locked for starting; none when another pass took it. */
+export async function nextQueuedTry(db: Knex.Transaction, runId: string): Promise<TryRow | undefined> {
+  return db<TryRow>('tries').where({ run_id: runId, status: 'queued' }).orderBy([{ column: 'position' }, { column: 'attempt' }, { column: 'seq' }]).first().forUpdate().skipLocked();
+}
+
+/**
+ * Free slots for a machine of this kind now: the eligible runners' slots less their live
+ * machines, less the machines already waiting for the same image (or the same pinned runner).
+ */
+export async function freeSlotsFor(db: Db, machine: { orgId: string; image: string; pinnedRunnerId: string | null }, offlineAfterMs: number): Promise<number> {
+  const { rows } = await db.raw(
+    `select
+       (select coalesce(sum(greatest(r.slots - (select count(*) from machines m where m.runner_id = r.id and m.status = any(?)), 0)), 0)
+          from runners r
+         where r.revoked_at is null and r.connection_id is not null and r.last_seen_at > now() - (? * interval '1 millisecond')
+           and (r.org_id = ? or r.scope = 'cloud') and r.images \\? ? and (?::text is null or r.id = ?))
+     - (select count(*) from machines w
+         where w.status = 'waiting' and w.image = ? and w.pinned_runner_id is not distinct from ?::text) as free`,
+    [LIVE_MACHINE_STATUSES as string[], offlineAfterMs, machine.orgId, machine.image, machine.pinnedRunnerId, machine.pinnedRunnerId, machine.image, machine.pinnedRunnerId],
+  );
+  return Number(rows[0]?.free ?? 0);
+}
+
+/** Running tries whose last change is older than `quietMs` (their job may have been lost), for the sweep. */
+export async function quietRunningTries(db: Db, quietMs: number, limit: number): Promise<string[]> {
+  const { rows } = await db.raw(
+    `select t.id from tries t
+      where t.status = 'running' and (
+        exists (select 1 from machines m where m.id = t.machine_id and m.status in ('failed', 'destroyed'))
+        or exists (select 1 from tasks k where k.id = t.task_id and k.status in ('completed', 'failed', 'stopped') and k.updated_at < now() - (? * interval '1 millisecond'))
+        or t.started_at < now() - (? * interval '1 millisecond'))
+      limit ?`,
+    [quietMs, quietMs * 4, limit],
+  );
+  return rows.map((row: { id: string }) => row.id);
+}

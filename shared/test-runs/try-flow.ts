@@ -1,0 +1,349 @@
+import type { Knex } from '../db/knex';
+import type { Logger } from '../logger';
+import type { JobQueues } from '../queues/job-queues';
+import { jobId } from '../queues/job-queues';
+import { QUEUE_NAMES } from '../queues/catalog';
+import { randomString } from '../ids';
+import type { SessionsService } from '../sessions/sessions.service';
+import type { CreateTaskInput, CreatedTask } from '../tasks/create-task';
+import type { TaskChangeObserver } from '../tasks/task-change';
+import type { RespondInput, AnsweredBy } from '../tasks/loop/answers';
+import type { TaskRow } from '../tasks/task-rows';
+import { findTaskById } from '../tasks/tasks.repository';
+import type { MachinesService } from '../machines/machines.service';
+import type { MachineRow } from '../machines/machine-rows';
+import { latestCommand } from '../machines/machines.repository';
+import type { CaseSnapshot, CustomerSpec, TestRunRow, TryRow } from './test-run-rows';
+import { findRun, findTry, findTryByTask, freeSlotsFor, hasOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
+
+/** What the simulated customer does (shared/evals/customer.ts). */
+export interface CustomerBehaviour {
+  answer(input: { customer: CustomerSpec; question: string; options: string[] }): Promise<{ answer: string }>;
+  /** The secret's value when the request asks the customer to type one (its label in it); else null. */
+  secretToType(customer: CustomerSpec, request: string): string | null;
+  /** `does_steps`: the label a question asks the customer to click; else null. */
+  stepToClick(customer: CustomerSpec, question: string): string | null;
+}
+
+/** The rubric judge (shared/evals/judge.ts). */
+export interface RubricJudgeLike {
+  judge(input: { rubric: string; prompt: string; result: string | null; status: string; events: Array<{ type: string; message: string }>; lastScreenText: string }): Promise<NonNullable<TryRow['rubric']>>;
+}
+
+export interface TryFlowDeps {
+  db: Knex;
+  queues: JobQueues;
+  logger: Logger;
+  machines: MachinesService;
+  sessions: Pick<SessionsService, 'getRow'>;
+  createTask: (trx: Knex.Transaction, input: CreateTaskInput) => Promise<CreatedTask & { afterCommit: () => Promise<unknown> }>;
+  respond: (taskId: string, orgId: string, input: RespondInput, answeredBy: AnsweredBy) => Promise<unknown>;
+  stopTask: (taskId: string, orgId: string, reason: string) => Promise<unknown>;
+  customer: CustomerBehaviour;
+  judge: RubricJudgeLike;
+  offlineAfterMs: number;
+}
+
+/** Infrastructure retries a try gets (a runner died, a machine did not start, its setup failed) before it is `error`. */
+export const MAX_INFRA_RETRIES = 2;
+/** How long a setup or check script may run. */
+const SCRIPT_TIMEOUT_MS = 10 * 60_000;
+const OUTPUT_TAIL = 4_000;
+/** A running try this quiet is advanced by the sweep. */
+const SWEEP_QUIET_MS = 30_000;
+
+type AfterCommit = () => Promise<unknown>;
+
+/**
+ * How tries are scheduled and carried out (docs/evals.md, "Test runs"): a fair pass starts
+ * queued tries while runners have free slots (the org and the run with fewest tries running go
+ * first); each try then gets a fresh machine from its fixed disk, runs the setup script, runs
+ * the agent's task on the machine with the simulated customer at it and the operator's policy,
+ * runs the check script and asks the judge, and lets the machine go. Every step is taken by
+ * `advance` under the try's row lock, from what PostgreSQL records, in worker-evals.
+ */
+export class TryFlow {
+  constructor(private readonly deps: TryFlowDeps) {}
+
+  /** Queues a scheduling pass; passes asked for while one waits are one. */
+  async scheduleSoon(): Promise<void> {
+    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'schedule-tries', {}, {
+      jobId: jobId('schedule', Date.now(), randomString(6)),
+      deduplication: { id: 'schedule-tries', keepLastIfActive: true },
+      removeOnComplete: true,
+    });
+  }
+
+  advanceSoon(tryId: string, why: string): Promise<boolean> {
+    return queueTryAdvance(this.deps.queues, tryId, why);
+  }
+
+  /** Starts queued tries while runners have room, fairly across orgs and runs. Returns how many started. */
+  async schedule(): Promise<number> {
+    let started = 0;
+    for (;;) {
+      let startedThisPass = 0;
+      for (const run of await runsWaitingFairly(this.deps.db, 100)) {
+        if (await this.startNext(run.id)) startedThisPass += 1;
+      }
+      started += startedThisPass;
+      if (!startedThisPass) return started;
+    }
+  }
+
+  /** Starts the run's next queued try when a runner has a free slot for its machine. */
+  private async startNext(runId: string): Promise<boolean> {
+    const placed = await this.deps.db.transaction(async (trx) => {
+      const next = await nextQueuedTry(trx, runId);
+      if (!next) return false;
+      const run = (await findRun(trx, null, runId))!;
+      if (run.status !== 'queued' && run.status !== 'running') return false;
+      const snapshot = (await runCase(trx, runId, next.position))!.snapshot;
+      const free = await freeSlotsFor(trx, { orgId: run.org_id, image: snapshot.disk.image, pinnedRunnerId: snapshot.pinned_runner_id }, this.deps.offlineAfterMs);
+      if (free <= 0) return false;
+      await this.startOnMachine(trx, run, next, snapshot);
+      if (run.status === 'queued') await updateRun(trx, runId, { status: 'running', started_at: trx.fn.now() as never });
+      return true;
+    });
+    if (placed) await this.deps.machines.placeSoon();
+    return placed;
+  }
+
+  /** A fresh machine for the try (its first, or after an infrastructure failure). */
+  private async startOnMachine(trx: Knex.Transaction, run: TestRunRow, row: TryRow, snapshot: CaseSnapshot): Promise<void> {
+    const machine = await this.deps.machines.request(trx, {
+      orgId: run.org_id,
+      owner: { kind: 'try', id: row.id },
+      disk: snapshot.disk,
+      os: snapshot.os,
+      pinnedRunnerId: snapshot.pinned_runner_id,
+      label: `try ${row.attempt} of ${row.test_case_id} in ${run.id}`,
+    });
+    await updateTry(trx, row.id, { status: 'running', phase: 'machine', machine_id: machine.id, task_id: null, runner_id: null, started_at: (row.started_at ?? trx.fn.now()) as never });
+  }
+
+  /** The run was cancelled: its running tries stop (their tasks stopped, machines let go). */
+  async cancelRun(runId: string): Promise<void> {
+    for (const id of await openTryIds(this.deps.db, runId, 'running')) await this.advance(id);
+  }
+
+  /** The sweep: running tries whose machine or task ended unnoticed, or quiet too long; and a scheduling pass. */
+  async sweep(): Promise<number> {
+    const ids = await quietRunningTries(this.deps.db, SWEEP_QUIET_MS, 200);
+    for (const id of ids) await this.advance(id);
+    return ids.length + (await this.schedule());
+  }
+
+  async advance(tryId: string): Promise<void> {
+    const after: AfterCommit[] = [];
+    await this.deps.db.transaction(async (trx) => {
+      const row = await findTry(trx, tryId, true);
+      if (!row || row.status !== 'running') return;
+      const run = (await findRun(trx, null, row.run_id))!;
+      const snapshot = (await runCase(trx, row.run_id, row.position))!.snapshot;
+      const machine = row.machine_id ? await this.deps.machines.get(row.machine_id) : undefined;
+      await this.step(trx, { row, run, snapshot, machine }, after);
+    });
+    for (const work of after) await work();
+  }
+
+  private async step(trx: Knex.Transaction, at: TryAt, after: AfterCommit[]): Promise<void> {
+    const { row, run, machine } = at;
+    if (run.status === 'cancelled') {
+      await this.end(trx, at, { status: 'cancelled', error: 'The run was cancelled' }, after);
+      if (row.task_id) after.push(() => this.deps.stopTask(row.task_id!, run.org_id, 'The test run was cancelled').catch(() => undefined));
+      return;
+    }
+    if (!machine) return;
+    if (machine.status === 'failed' || machine.status === 'destroyed') {
+      if (row.phase !== 'done') await this.infrastructureFailed(trx, at, `The machine was lost: ${machine.error ?? 'it stopped'}`, after);
+      return;
+    }
+    if (machine.status !== 'running') return;
+    if (row.runner_id !== machine.runner_id) await updateTry(trx, row.id, { runner_id: machine.runner_id });
+    switch (row.phase) {
+      case 'machine':
+        return this.afterMachine(trx, at, machine, after);
+      case 'setup':
+        return this.afterSetup(trx, at, machine, after);
+      case 'task':
+        return this.duringTask(trx, at, machine, after);
+      case 'check':
+        return this.afterCheck(trx, at, machine, after);
+      default:
+    }
+  }
+
+  /** The machine runs: the setup script, or straight to the task. */
+  private async afterMachine(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
+    if (at.snapshot.setup_script) {
+      const command = await this.deps.machines.runScript(machine, at.snapshot.setup_script, SCRIPT_TIMEOUT_MS, trx);
+      await updateTry(trx, at.row.id, { phase: 'setup' });
+      after.push(() => this.deps.machines.send(command));
+      return;
+    }
+    await this.startTask(trx, at, machine, after);
+  }
+
+  /** Setup done: exit 0 starts the task; anything else is an infrastructure failure (retried, then `error`). */
+  private async afterSetup(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
+    const run = await latestCommand(trx, machine.id, 'machine.run');
+    if (!run || run.status === 'sent') return;
+    if (run.status === 'done' && run.result?.exit_code === 0) {
+      await this.startTask(trx, at, machine, after);
+      return;
+    }
+    const output = typeof run.result?.output === 'string' ? run.result.output.slice(-OUTPUT_TAIL) : '';
+    const why = run.status === 'failed' ? `${run.error_code}: ${run.error}` : `exit status ${String(run.result?.exit_code)}`;
+    await this.infrastructureFailed(trx, at, `The setup script failed (${why})${output ? `:\n${output}` : ''}`, after);
+  }
+
+  private async startTask(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
+    const { row, run, snapshot } = at;
+    const session = await this.deps.sessions.getRow(run.org_id, machine.session_code);
+    const secrets = Object.values(snapshot.customer?.facts ?? {}).flatMap((fact) => (typeof fact === 'object' && fact ? [fact.secret] : []));
+    const created = await this.deps.createTask(trx, {
+      session,
+      agent: run.agent,
+      prompt: snapshot.prompt,
+      limits: snapshot.limits,
+      secrets,
+      actor: null,
+      metadata: { test_run_id: run.id, try_id: row.id, test_case_id: row.test_case_id },
+    });
+    await updateTry(trx, row.id, { phase: 'task', task_id: created.row.id });
+    after.push(created.afterCommit);
+  }
+
+  /** While the task runs: the operator's policy and the customer act on what is pending; when it ends, the check. */
+  private async duringTask(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
+    const task = at.row.task_id ? await findTaskById(trx, at.row.task_id) : undefined;
+    if (!task) return;
+    if (task.status === 'queued' || task.status === 'running') {
+      if (task.pending) after.push(() => this.actOnPending(at, machine, task));
+      return;
+    }
+    await updateTry(trx, at.row.id, { steps: task.steps });
+    if (at.snapshot.check_script) {
+      const command = await this.deps.machines.runScript(machine, at.snapshot.check_script, SCRIPT_TIMEOUT_MS, trx);
+      await updateTry(trx, at.row.id, { phase: 'check' });
+      after.push(() => this.deps.machines.send(command));
+      return;
+    }
+    await this.score(trx, at, task, null, after);
+  }
+
+  private async afterCheck(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
+    const run = await latestCommand(trx, machine.id, 'machine.run');
+    if (!run || run.status === 'sent') return;
+    const task = (await findTaskById(trx, at.row.task_id!))!;
+    const output = typeof run.result?.output === 'string' ? run.result.output.slice(-OUTPUT_TAIL) : '';
+    const exitCode = typeof run.result?.exit_code === 'number' ? run.result.exit_code : null;
+    await this.score(trx, at, task, { exit_code: exitCode, output, ...(run.status === 'failed' ? { error: `${run.error_code}: ${run.error}` } : {}) }, after);
+  }
+
+  /** The check's verdict and the judge's: both must pass when the case has both. */
+  private async score(trx: Knex.Transaction, at: TryAt, task: TaskRow, check: TryRow['check'], after: AfterCommit[]): Promise<void> {
+    let rubric: TryRow['rubric'] = null;
+    if (at.snapshot.rubric) {
+      const events = await trx('task_events').where({ task_id: task.id }).orderBy('cursor', 'desc').limit(200).select('type', 'message');
+      rubric = await this.deps.judge.judge({
+        rubric: at.snapshot.rubric,
+        prompt: task.prompt,
+        result: task.result,
+        status: task.status,
+        events: events.reverse(),
+        lastScreenText: task.observation?.text ?? '',
+      });
+    }
+    const checkPassed = check === null || check.exit_code === 0;
+    const passed = checkPassed && (rubric === null || rubric.passed);
+    await this.end(trx, at, { status: passed ? 'passed' : 'failed', check, rubric, steps: task.steps, error: null }, after);
+  }
+
+  /**
+   * A runner died, a machine did not start, its setup failed: tried again on a new machine (not
+   * counted as a failure) up to `MAX_INFRA_RETRIES` times, then `error`.
+   */
+  private async infrastructureFailed(trx: Knex.Transaction, at: TryAt, why: string, after: AfterCommit[]): Promise<void> {
+    const { row } = at;
+    if (row.task_id) after.push(() => this.deps.stopTask(row.task_id!, at.run.org_id, 'The machine was lost; the try runs again on another').catch(() => undefined));
+    if (row.machine_id) after.push(() => this.deps.machines.release(row.machine_id!, why));
+    if (row.infra_retries >= MAX_INFRA_RETRIES) {
+      await this.end(trx, at, { status: 'error', error: `${why} (after ${MAX_INFRA_RETRIES} retries)` }, after, false);
+      return;
+    }
+    this.deps.logger.warn({ try: row.id, reason: why }, 'try retried after an infrastructure failure');
+    await updateTry(trx, row.id, { status: 'queued', phase: null, machine_id: null, task_id: null, runner_id: null, infra_retries: row.infra_retries + 1, error: why });
+    after.push(() => this.scheduleSoon());
+  }
+
+  /** The try ends: its machine goes, the run completes when it was the last. */
+  private async end(trx: Knex.Transaction, at: TryAt, outcome: Partial<TryRow>, after: AfterCommit[], releaseMachine = true): Promise<void> {
+    const { row, run } = at;
+    const started = row.started_at ?? new Date();
+    await updateTry(trx, row.id, { ...outcome, phase: 'done', ended_at: trx.fn.now() as never, duration_ms: Date.now() - started.getTime() });
+    if (releaseMachine && row.machine_id) after.push(() => this.deps.machines.release(row.machine_id!, 'The try is over'));
+    if (run.status === 'running' && !(await hasOpenTries(trx, run.id))) await updateRun(trx, run.id, { status: 'completed', ended_at: trx.fn.now() as never });
+    after.push(() => this.scheduleSoon());
+  }
+
+  /**
+   * A question or approval is open. The operator's policy decides approvals at once (`approve`,
+   * `deny`); with `none` the customer may approve one shown to them (`clicks_admin_prompts`). A
+   * question shown to the customer is answered: by typing a secret it names into the focused
+   * field, by clicking what it asks to click (`does_steps`), or from the facts.
+   */
+  private async actOnPending(at: TryAt, machine: MachineRow, task: TaskRow): Promise<void> {
+    const pending = task.pending!;
+    const { snapshot, run } = at;
+    const customer = snapshot.customer;
+    const respond = (input: RespondInput, by: AnsweredBy) => this.deps.respond(task.id, run.org_id, input, by).catch((error: Error) => this.deps.logger.info({ try: at.row.id, err: error }, 'answer not taken'));
+    if (pending.type === 'approval') {
+      if (snapshot.approvals === 'approve' || snapshot.approvals === 'deny') return void (await respond({ approval_id: pending.approval_id, decision: snapshot.approvals }, 'operator'));
+      if (customer?.clicks_admin_prompts && pending.customer_can_approve) await respond({ approval_id: pending.approval_id, decision: 'approve' }, 'customer');
+      return;
+    }
+    if (!customer || !pending.customer_can_answer) return;
+    const secret = this.deps.customer.secretToType(customer, pending.question);
+    if (secret !== null) {
+      await this.deps.machines.input(machine, { type: 'type', text: secret });
+      await respond({ question_id: pending.question_id, answer: 'I typed it in.' }, 'customer');
+      return;
+    }
+    const label = customer.does_steps ? this.deps.customer.stepToClick(customer, pending.question) : null;
+    if (label !== null) {
+      await this.deps.machines.input(machine, { type: 'click_label', label });
+      await respond({ question_id: pending.question_id, answer: 'Done' }, 'customer');
+      return;
+    }
+    const { answer } = await this.deps.customer.answer({ customer, question: pending.question, options: pending.options });
+    await respond({ question_id: pending.question_id, answer }, 'customer');
+  }
+}
+
+interface TryAt {
+  row: TryRow;
+  run: TestRunRow;
+  snapshot: CaseSnapshot;
+  machine: MachineRow | undefined;
+}
+
+function queueTryAdvance(queues: JobQueues, tryId: string, why: string): Promise<boolean> {
+  return queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'try-advance', { try_id: tryId }, { jobId: jobId('try', tryId, why.replace(/:/g, '-'), Date.now()) });
+}
+
+/** After a try's task changes with something open or ends: the try advances (its metadata names it). */
+export function tryTasks(deps: { queues: JobQueues }): TaskChangeObserver {
+  return {
+    name: 'try-tasks',
+    async taskChanged({ row, events }) {
+      const tryId = row.metadata?.try_id;
+      if (!tryId || !events.length) return;
+      const ended = row.status === 'completed' || row.status === 'failed' || row.status === 'stopped';
+      if (ended || row.pending) await queueTryAdvance(deps.queues, tryId, `task-${row.cursor}`);
+    },
+  };
+}
+
+export { findTryByTask };
