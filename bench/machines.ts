@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createKnex, migrateLatest } from '../shared/db/knex';
 import { loadConfig } from '../shared/config';
-import { benchServers, cpuProfileFlags, PROJECT_ROOT, procfileNodeFlags } from './support/processes';
+import { benchServers, cpuProfileFlags, PROJECT_ROOT, procfileNodeFlags, type ReadyServer } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
+import { watchQueueHops } from './support/queue-hops';
 import { WatchedRunner, wallClockMs, type CommandTimes } from './support/watched-runner';
 
 /**
@@ -66,9 +67,10 @@ export async function run(): Promise<void> {
 
   const servers = benchServers();
   const runners: WatchedRunner[] = [];
+  const closers: Array<() => Promise<void>> = [];
   try {
     const web = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'web', BENCH_ORG: 'bench machines' }, [...procfileNodeFlags('web'), ...cpuProfileFlags()]);
-    await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-evals' }, [...procfileNodeFlags('worker-evals'), ...cpuProfileFlags()]);
+    const evals = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-evals' }, [...procfileNodeFlags('worker-evals'), ...cpuProfileFlags()]);
     await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-clock' }, [...procfileNodeFlags('worker-clock'), ...cpuProfileFlags()]);
     const bare = await servers.start('bare-runner-service.ts', {}, cpuProfileFlags());
     const baseUrl = `http://127.0.0.1:${web.message.port as number}`;
@@ -87,6 +89,8 @@ export async function run(): Promise<void> {
     runners.push(bareRunner);
     await bareRunner.start();
     trace('runners connected');
+    const queueHops = await watchQueueHops(config.redisUrl, prefix, 'evals');
+    closers.push(() => queueHops.close());
 
     /** One machine through the whole path, made then destroyed. */
     const oneMachine = async (): Promise<Trip> => {
@@ -138,19 +142,56 @@ export async function run(): Promise<void> {
       await wholePath(WARM_UP, atOnce);
       trace(`phase ${atOnce}: measured`);
       const floor = await baseline(MACHINES, atOnce);
+      const queriesBefore = { web: await queries(web), evals: await queries(evals) };
+      const mark = Date.now();
       const { figures, trips } = await wholePath(MACHINES, atOnce);
-      lines.push(...report(atOnce, floor, figures), ...(await hops(db, trips)));
+      const perMachine = (before: number, after: number) => ((after - before) / MACHINES).toFixed(1);
+      lines.push(
+        ...report(atOnce, floor, figures),
+        ...(await hops(db, trips)),
+        `  BullMQ wait (added → taken by worker-evals, p50): place-machines ${p50(queueHops.waits('place', mark)).toFixed(1)} ms, start-state-advance ${p50(queueHops.waits('start-state', mark)).toFixed(1)} ms`,
+        `  SQL statements per machine: web ${perMachine(queriesBefore.web, await queries(web))}, worker-evals ${perMachine(queriesBefore.evals, await queries(evals))}`,
+        `  a writing transaction alone (BEGIN, txid_current(), COMMIT) on this PostgreSQL, p50: ${(await commitProbe(db)).toFixed(1)} ms`,
+      );
     }
     console.log(`machines: instant boots (--boot-ms 0); web, worker-evals and worker-clock in separate processes, the reference runner in the bench's; ${MACHINES} machines per phase after ${WARM_UP} to warm up`);
     for (const line of lines) console.log(line);
     console.log('target: the service\'s overhead per machine (make + destroy, p50 whole path − p50 baseline) <= 20 ms');
   } finally {
+    for (const close of closers) await close();
     for (const runner of runners) await runner.stop();
     await servers.stopAll();
     await db.destroy();
     await dropRedisPrefix(config.redisUrl, prefix);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** The SQL statements a Deskhand process has sent so far (bench/servers/deskhand-types.ts). */
+function queries(server: ReadyServer): Promise<number> {
+  return new Promise((resolve) => {
+    const listen = (message: { type?: string; count?: number }) => {
+      if (message.type !== 'queries') return;
+      server.child.off('message', listen);
+      resolve(message.count!);
+    };
+    server.child.on('message', listen);
+    server.child.send({ type: 'queries' });
+  });
+}
+
+/**
+ * The floor under every step of the path that commits: one transaction that writes (an xid
+ * makes the commit wait for the WAL flush, as the service's do), timed from the bench.
+ */
+async function commitProbe(db: ReturnType<typeof createKnex>): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    const started = performance.now();
+    await db.transaction((trx) => trx.raw('select txid_current()'));
+    times.push(performance.now() - started);
+  }
+  return p50(times);
 }
 
 function report(atOnce: number, floor: Figures, whole: Figures): string[] {
