@@ -65,12 +65,15 @@ export async function run(): Promise<void> {
   const runnerOptions = { name: 'bench', slots: AT_ONCE * 2, labels: [], images: ['macos-15'], dataDir, bootMs: 0, version };
   const trace = (what: string) => process.env.BENCH_TRACE && process.stderr.write(`${what}\n`);
 
+  // BENCH_SQL_LOG=DIR: every statement of web and worker-evals, timed, in DIR/web.sql and DIR/worker-evals.sql.
+  const sqlLog = process.env.BENCH_SQL_LOG;
+  const deskhand = (type: string) => (sqlLog ? ['deskhand-types-sql-log.ts', { BENCH_SQL_LOG: path.join(sqlLog, `${type}.sql`) }] as const : ['deskhand-types.ts', {}] as const);
   const servers = benchServers();
   const runners: WatchedRunner[] = [];
   const closers: Array<() => Promise<void>> = [];
   try {
-    const web = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'web', BENCH_ORG: 'bench machines' }, [...procfileNodeFlags('web'), ...cpuProfileFlags()]);
-    const evals = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-evals' }, [...procfileNodeFlags('worker-evals'), ...cpuProfileFlags()]);
+    const web = await servers.start(deskhand('web')[0], { ...env, ...deskhand('web')[1], BENCH_TYPES: 'web', BENCH_ORG: 'bench machines' }, [...procfileNodeFlags('web'), ...cpuProfileFlags()]);
+    const evals = await servers.start(deskhand('worker-evals')[0], { ...env, ...deskhand('worker-evals')[1], BENCH_TYPES: 'worker-evals' }, [...procfileNodeFlags('worker-evals'), ...cpuProfileFlags()]);
     await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-clock' }, [...procfileNodeFlags('worker-clock'), ...cpuProfileFlags()]);
     const bare = await servers.start('bare-runner-service.ts', {}, cpuProfileFlags());
     const baseUrl = `http://127.0.0.1:${web.message.port as number}`;
