@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createKnex, migrateLatest } from '../shared/db/knex';
 import { loadConfig } from '../shared/config';
-import { benchServers, cpuProfileFlags, PROJECT_ROOT, procfileNodeFlags, type ReadyServer } from './support/processes';
+import { benchServers, cpuProfileFlags, databaseBackendsCpuMs, processCpuMs, PROJECT_ROOT, procfileNodeFlags, type ReadyServer } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 import { watchQueueHops } from './support/queue-hops';
 import { WatchedRunner, wallClockMs, type CommandTimes } from './support/watched-runner';
@@ -74,7 +74,7 @@ export async function run(): Promise<void> {
   try {
     const web = await servers.start(deskhand('web')[0], { ...env, ...deskhand('web')[1], BENCH_TYPES: 'web', BENCH_ORG: 'bench machines' }, [...procfileNodeFlags('web'), ...cpuProfileFlags()]);
     const evals = await servers.start(deskhand('worker-evals')[0], { ...env, ...deskhand('worker-evals')[1], BENCH_TYPES: 'worker-evals' }, [...procfileNodeFlags('worker-evals'), ...cpuProfileFlags()]);
-    await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-clock' }, [...procfileNodeFlags('worker-clock'), ...cpuProfileFlags()]);
+    const clock = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'worker-clock' }, [...procfileNodeFlags('worker-clock'), ...cpuProfileFlags()]);
     const bare = await servers.start('bare-runner-service.ts', {}, cpuProfileFlags());
     const baseUrl = `http://127.0.0.1:${web.message.port as number}`;
     const headers = { authorization: `Bearer ${web.message.key as string}`, 'content-type': 'application/json' };
@@ -147,12 +147,26 @@ export async function run(): Promise<void> {
       const floor = await baseline(MACHINES, atOnce);
       const queriesBefore = { web: await queries(web), evals: await queries(evals) };
       const mark = Date.now();
+      const databaseName = new URL(databaseUrl).pathname.slice(1);
+      const cpu = () => ({
+        web: processCpuMs(web.child.pid!)?.ms ?? 0,
+        'worker-evals': processCpuMs(evals.child.pid!)?.ms ?? 0,
+        'worker-clock': processCpuMs(clock.child.pid!)?.ms ?? 0,
+        'bench and runner': process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000,
+        postgres: databaseBackendsCpuMs(databaseName),
+      });
+      const cpuBefore = cpu();
+      const started = performance.now();
       const { figures, trips } = await wholePath(MACHINES, atOnce);
+      const cpuAfter = cpu();
+      const elapsedMs = performance.now() - started;
+      const cores = Object.entries(cpuAfter).map(([name, ms]) => `${name} ${((ms - cpuBefore[name as keyof typeof cpuBefore]) / elapsedMs).toFixed(2)}`).join(', ');
       const perMachine = (before: number, after: number) => ((after - before) / MACHINES).toFixed(1);
       lines.push(
         ...report(atOnce, floor, figures),
         ...(await hops(db, trips)),
         `  BullMQ wait (added → taken by worker-evals, p50): place-machines ${p50(queueHops.waits('place', mark)).toFixed(1)} ms, start-state-advance ${p50(queueHops.waits('start-state', mark)).toFixed(1)} ms`,
+        `  cores used on the whole path: ${cores} (of 2)`,
         `  SQL statements per machine: web ${perMachine(queriesBefore.web, await queries(web))}, worker-evals ${perMachine(queriesBefore.evals, await queries(evals))}`,
         `  a writing transaction alone (BEGIN, txid_current(), COMMIT) on this PostgreSQL, p50: ${(await commitProbe(db)).toFixed(1)} ms`,
       );
