@@ -168,8 +168,9 @@ export class MachinesService {
       return { machine: updated, command: await this.insert(trx, updated, 'machine.destroy', {}, DESTROY_TIMEOUT_MS) };
     });
     if (!outcome) return;
-    await this.endSession(outcome.machine, reason);
+    // The runner first: ending the session (its own transaction) need not hold the destroy up.
     if (outcome.command) await this.send(outcome.command);
+    await this.endSession(outcome.machine, reason);
   }
 
   /** Deletes every saved version of a state on the runner that keeps them. */
@@ -276,7 +277,8 @@ export class MachinesService {
     const { command, machine } = applied;
     if (command.status === 'failed') this.deps.logger.warn({ command: command.id, type: command.type, runner: command.runner_id, code: command.error_code, error: command.error }, 'runner command failed');
     if (machine && (machine.status === 'failed' || machine.status === 'destroyed')) {
-      await this.endSession(machine, machine.error ?? 'The machine was destroyed');
+      // A destroyed machine's session ended when it was let go (`release`); a failed make's ends now.
+      if (machine.status === 'failed') await this.endSession(machine, machine.error ?? 'The machine could not be made');
       // Its slot is free (or it never got one): machines waiting for one may go now.
       await this.placeSoon();
       await this.deps.slotFreed?.();

@@ -60,6 +60,7 @@ export class StartStateFlow {
   }
 
   async advance(stateId: string): Promise<void> {
+    if (await this.openAndLive(stateId)) return;
     const after: AfterCommit[] = [];
     await this.deps.db.transaction(async (trx) => {
       const state = await findStartStateById(trx, stateId, true);
@@ -68,6 +69,17 @@ export class StartStateFlow {
       await this.step(trx, state, machine, after);
     });
     for (const work of after) await work();
+  }
+
+  /**
+   * An open state whose machine runs and whose time is not up has nothing to do (its machine was
+   * just made, say): answered from two reads, without taking the row's lock from a request.
+   */
+  private async openAndLive(stateId: string): Promise<boolean> {
+    const state = await findStartStateById(this.deps.db, stateId);
+    if (state?.status !== 'open' || state.deleted_at || !state.machine_id || !state.view_expires_at || state.view_expires_at.getTime() <= Date.now()) return false;
+    const machine = await this.deps.machines.get(state.machine_id);
+    return machine !== undefined && isLive(machine);
   }
 
   private async step(trx: Knex.Transaction, state: StartStateRow, machine: MachineRow | undefined, after: AfterCommit[]): Promise<void> {
