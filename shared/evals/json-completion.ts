@@ -16,7 +16,7 @@ export interface JsonQuestion<S extends TObject = TObject> {
   system: string;
   /** The material, as text. */
   user: string;
-  /** Sent as the vendor's structured-output format; its `$id`-free JSON Schema. */
+  /** The reply's JSON Schema, sent as the vendor's structured-output format and checked again here. */
   schema: S;
   /** The format's name where the vendor wants one (`^[a-zA-Z0-9_-]+$`). */
   name: string;

@@ -4,9 +4,9 @@
  * ("name" is in "Your name?" but not in "username").
  */
 
-/** Escapes a string for use inside a regular expression (Node 20 has no `RegExp.escape`). */
+/** Escapes a string for use inside a regular expression (Node 20 has no `RegExp.escape`); only syntax characters, as the `u` flag refuses other escapes. */
 function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
 /**

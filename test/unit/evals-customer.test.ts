@@ -48,6 +48,15 @@ describe('scripted customer: answering questions', () => {
     expect(await ask('Name_of the file?')).to.equal(DONT_KNOW);
   });
 
+  it('takes labels with punctuation literally', async () => {
+    const odd: SimulatedCustomer = { facts: { 'e-mail': 'dana@example.com', 'acct.no (main)': '123', 'a+b': 'sum' } };
+    expect(await ask('Your e-mail?', [], odd)).to.equal('dana@example.com');
+    expect(await ask('Your email?', [], odd)).to.equal(DONT_KNOW);
+    expect(await ask('The acct.no (main), please', [], odd)).to.equal('123');
+    expect(await ask('acctXno (main)', [], odd)).to.equal(DONT_KNOW);
+    expect(await ask('what is a+b', [], odd)).to.equal('sum');
+  });
+
   it('takes the first matching fact in the order the facts were written', async () => {
     expect(await ask('What plan is in your name?')).to.equal('Dana Smith');
     const reversed: SimulatedCustomer = { facts: { plan: 'Pro', name: 'Dana Smith' } };
