@@ -142,7 +142,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     allowPrivateUrls,
     vendors: {
       anthropic: vendor(env, 'ANTHROPIC', 'https://api.anthropic.com'),
-      openai: vendor(env, 'OPENAI', 'https://api.openai.com'),
+      // OpenAI's clients take the base with /v1 (requests go to {base}/responses).
+      openai: vendor(env, 'OPENAI', 'https://api.openai.com/v1'),
       gemini: vendor(env, 'GEMINI', 'https://generativelanguage.googleapis.com'),
     },
     trustProxy: flag(env, 'DESKHAND_TRUST_PROXY'),

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../shared/config';
+import { OPENAI_DEFAULT_BASE_URL } from '../../shared/models/openai';
 
 describe('configuration', () => {
   it('uses the documented defaults', () => {
@@ -30,5 +31,12 @@ describe('configuration', () => {
     const config = loadConfig({ ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/' });
     expect(config.vendors.anthropic).to.deep.equal({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9' });
     expect(config.vendors.openai).to.equal(null);
+  });
+
+  it('defaults each vendor\'s base URL to what its backend expects (OpenAI\'s with /v1, as its clients take it)', () => {
+    const config = loadConfig({ OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k', GEMINI_API_KEY: 'k' });
+    expect(config.vendors.openai!.baseUrl).to.equal(OPENAI_DEFAULT_BASE_URL);
+    expect(config.vendors.anthropic!.baseUrl).to.equal('https://api.anthropic.com');
+    expect(config.vendors.gemini!.baseUrl).to.equal('https://generativelanguage.googleapis.com');
   });
 });
