@@ -110,8 +110,9 @@ export async function openTryIds(db: Db, runId: string, status: TryStatus): Prom
 }
 
 /**
- * Runs with queued tries, fairest first: the org with fewest tries running, then the run with
- * fewest, then the oldest. One large run thus cannot starve a small one started after it.
+ * Runs with queued tries, fairest first: the org with fewest tries running, then the run that
+ * has started fewest tries so far, then the oldest. Runs thus take turns: one large run cannot
+ * starve a small one started after it, which gets the next free slot.
  */
 export async function runsWaitingFairly(db: Db, limit: number): Promise<Array<{ id: string; org_id: string }>> {
   const { rows } = await db.raw(
@@ -120,7 +121,7 @@ export async function runsWaitingFairly(db: Db, limit: number): Promise<Array<{ 
       where r.status in ('queued', 'running')
         and exists (select 1 from tries q where q.run_id = r.id and q.status = 'queued')
       order by (select count(*) from tries t where t.org_id = r.org_id and t.status = 'running'),
-               (select count(*) from tries t where t.run_id = r.id and t.status = 'running'),
+               (select count(*) from tries t where t.run_id = r.id and t.status <> 'queued'),
                r.seq
       limit ?`,
     [limit],
