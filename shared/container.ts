@@ -30,6 +30,8 @@ import { RunnerConsole } from './runners/runner-console';
 import { MachinesService } from './machines/machines.service';
 import { StartStateFlow, startStateTasks } from './start-states/start-state-flow';
 import { StartStatesService } from './start-states/start-states.service';
+import { TestCasesService } from './test-cases/test-cases.service';
+import { TestSetsService } from './test-sets/test-sets.service';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -75,6 +77,8 @@ export interface Container {
   runnerConsole: RunnerConsole;
   startStates: StartStatesService;
   startStateFlow: StartStateFlow;
+  testCases: TestCasesService;
+  testSets: TestSetsService;
   /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
@@ -230,6 +234,8 @@ export function createContainer(
     runnerConsole,
     startStates,
     startStateFlow,
+    testCases: new TestCasesService({ db }),
+    testSets: new TestSetsService({ db }),
     async close() {
       await queues.close();
       subscriber.disconnect();
