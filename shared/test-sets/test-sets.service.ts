@@ -89,12 +89,13 @@ export class TestSetsService {
     return this.withCases(row);
   }
 
-  /** Soft-deletes a set; its cases stay. Returns it as it was. */
+  /** Soft-deletes a set and empties its list (no case is "in" a deleted set); its cases stay. Returns it as it was. */
   async delete(caller: Caller, id: string, requestId?: string): Promise<TestSet> {
     const before = await this.deps.db.transaction(async (trx) => {
       const current = await findSet(trx, caller.orgId, id, true);
       if (!current) throw notFound(`No test set ${id}`);
       const set = toTestSet(current, (await casesOfSets(trx, [id])).get(id)!);
+      await replaceSetCases(trx, id, []);
       await updateSet(trx, id, { deleted_at: trx.fn.now() as never });
       await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'test_set.deleted', objectType: 'test_set', objectId: id, data: { name: current.name }, requestId });
       return set;

@@ -128,6 +128,7 @@ describe('test sets (POST, GET, PATCH, DELETE /v1/test_sets)', function () {
     expect(deleted.body).to.deep.include({ test_set_id: set.test_set_id, case_count: 1 });
     expect((await api('GET', `/v1/test_sets/${set.test_set_id}`)).status).to.equal(404);
     expect((await api('GET', `/v1/test_cases/${cases[1]!.test_case_id}`)).status).to.equal(200);
+    expect((await api('GET', `/v1/test_cases?test_set_id=${set.test_set_id}`)).body.data).to.deep.equal([]);
     expect(await audit(set.test_set_id)).to.deep.equal(['test_set.deleted', 'test_set.created']);
   });
 });
