@@ -83,6 +83,8 @@ export async function importCases(cases: unknown[], options: { baseUrl: string; 
       method: 'POST',
       headers: { authorization: `Bearer ${options.apiKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ cases: part.cases, ...(options.testSetId ? { test_set_id: options.testSetId } : {}) }),
+    }).catch((error: Error) => {
+      throw new Error(`cannot reach ${options.baseUrl} (DESKHAND_BASE_URL): ${(error.cause as Error | undefined)?.message ?? error.message}`);
     });
     const body = (await response.json().catch(() => null)) as { data?: Array<{ test_case_id: string }>; created?: number; updated?: number; error?: { message?: string } } | null;
     if (!response.ok) {
