@@ -23,12 +23,14 @@ import { legacyRoutes } from './routes/legacy.routes';
 import { runnerRoutes } from './routes/runners.routes';
 import { startStateRoutes } from './routes/start-states.routes';
 import { viewRoutes } from './routes/views.routes';
+import { testCaseRoutes } from './routes/test-cases.routes';
+import { testSetRoutes } from './routes/test-sets.routes';
 import { testRunRoutes } from './routes/test-runs.routes';
 import { isLegacyPath } from './legacy-paths';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...viewRoutes(container), ...testRunRoutes(container), ...legacyRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...viewRoutes(container), ...legacyRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({

@@ -6,6 +6,7 @@ import { PROCESS_TYPES, type ProcessType } from '../shared/queues/catalog';
 import { startDeskhand } from './start';
 import { registerDesktopCommand } from './desktop.command';
 import { registerRunnerCommand } from './runner.command';
+import { registerEvalsCommand } from './evals.command';
 
 /** Prints one JSON object on stdout, the CLI's machine-readable answer. */
 function printJson(value: unknown): void {
@@ -139,6 +140,7 @@ export function buildProgram(): Command {
 
   registerDesktopCommand(program);
   registerRunnerCommand(program);
+  registerEvalsCommand(program);
 
   return program;
 }

@@ -34,6 +34,8 @@ import { TryFlow, tryTasks } from './test-runs/try-flow';
 import { TestRunsService } from './test-runs/test-runs.service';
 import { createEvalModels } from './evals/eval-models';
 import { secretToType, stepToClick } from './evals/customer';
+import { TestCasesService } from './test-cases/test-cases.service';
+import { TestSetsService } from './test-sets/test-sets.service';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -81,6 +83,8 @@ export interface Container {
   startStateFlow: StartStateFlow;
   testRuns: TestRunsService;
   tryFlow: TryFlow;
+  testCases: TestCasesService;
+  testSets: TestSetsService;
   /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
@@ -259,6 +263,8 @@ export function createContainer(
     startStateFlow,
     testRuns,
     tryFlow,
+    testCases: new TestCasesService({ db }),
+    testSets: new TestSetsService({ db }),
     async close() {
       await queues.close();
       subscriber.disconnect();

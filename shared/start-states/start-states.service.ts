@@ -9,6 +9,7 @@ import type { MachinesService } from '../machines/machines.service';
 import { osOfImage, type Disk } from '../machines/machine-rows';
 import { isRunnerOnline } from '../machines/machines.repository';
 import type { ConsoleInput, ConsoleScreen, RunnerConsole } from '../runners/runner-console';
+import { casesUsingStartState } from '../test-cases/test-cases.repository';
 import type { StartStateFlow } from './start-state-flow';
 import { imageStartState, toStartState, type StartState } from './start-state-object';
 import { stateDisk, type StartStateMethod, type StartStateRow } from './start-state-rows';
@@ -172,13 +173,19 @@ export class StartStatesService {
 
   /**
    * Deletes a state: its machine (if any) is let go and its saved disks are deleted on the runner
-   * that keeps them. Returns it as it was. (409 `in_use` with `test_case_ids` comes with test cases.)
+   * that keeps them. Returns it as it was; 409 `in_use` with `test_case_ids` while live test cases start from it.
    */
   async delete(caller: Caller, id: string, requestId?: string): Promise<StartState> {
     if (!id.startsWith('ss_')) await this.assertImageOrMissing(caller.orgId, id);
     const row = await this.deps.db.transaction(async (trx) => {
       const current = await findStartState(trx, caller.orgId, id, true);
       if (!current) throw notFound(`No start state ${id}`);
+      // Under the state's row lock (FOR UPDATE, above): a case naming it share-locks the same row
+      // first (TestCasesService, the lock order start states → test sets → test cases), so a batch
+      // either committed before this read (its cases are seen here: 409) or waits and then finds
+      // the state deleted (400). Nothing of test cases is locked here, so nothing waits in a circle.
+      const usedBy = await casesUsingStartState(trx, caller.orgId, id);
+      if (usedBy.length > 0) throw conflict(`Start state ${id} is used by ${usedBy.length === 100 ? 'at least 100' : usedBy.length} test case(s); change or delete them first`, 'in_use', { test_case_ids: usedBy });
       const deleted = await updateStartState(trx, id, { deleted_at: trx.fn.now() as never, view_token: null, view_expires_at: null });
       await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.deleted', objectType: 'start_state', objectId: id, data: { name: current.name, version: current.version }, requestId });
       return { before: current, deleted };
