@@ -237,8 +237,8 @@ describe('test runs with reference runners (processes)', function () {
     expect(first.summary.tries.passed).to.equal(2);
     expect((await tries(baseline.test_run_id)).find((item) => item.key === 'reads-version')!.start_state).to.deep.equal({ start_state_id: built.start_state_id, version: 1 });
 
-    // A new agent version that may not use Notes: that case regresses.
-    await ok('PATCH', '/v1/agents/default', { guardrails: { apps: { block: ['Notes'] } } });
+    // A new agent version that may not type in Notes (TextEdit on a Mac): it never saves the note, so both cases regress.
+    await ok('PATCH', '/v1/agents/default', { guardrails: { apps: { block: ['TextEdit'] } } });
     const current = await ok('POST', '/v1/test_runs', { test_case_ids: caseIds(cases) });
     await finished(current.test_run_id);
     const comparison = await ok('GET', `/v1/test_runs/${current.test_run_id}/compare?with=${baseline.test_run_id}`);
