@@ -158,19 +158,28 @@ export class MachinesService {
    * runner says so), a waiting one is dropped at once. Its session ends either way.
    */
   async release(machineId: string, reason: string): Promise<void> {
-    const outcome = await this.deps.db.transaction(async (trx) => {
-      const machine = await findMachine(trx, machineId, true);
-      if (!machine || machine.status === 'destroyed' || machine.status === 'failed' || machine.status === 'stopping') return null;
-      if (machine.status === 'waiting' || !machine.runner_id) {
-        return { machine: await updateMachine(trx, machine.id, { status: 'destroyed', ended_at: trx.fn.now() as never }), command: null };
-      }
-      const updated = await updateMachine(trx, machine.id, { status: 'stopping' });
-      return { machine: updated, command: await this.insert(trx, updated, 'machine.destroy', {}, DESTROY_TIMEOUT_MS) };
-    });
-    if (!outcome) return;
-    // The runner first: ending the session (its own transaction) need not hold the destroy up.
-    if (outcome.command) await this.send(outcome.command);
-    await this.endSession(outcome.machine, reason);
+    const released = await this.deps.db.transaction((trx) => this.releaseIn(trx, machineId));
+    await released(reason);
+  }
+
+  /**
+   * `release` in the caller's transaction: the machine's change is written there, and what it
+   * returns sends the destroy and ends the session once that transaction has committed.
+   */
+  async releaseIn(trx: Knex.Transaction, machineId: string): Promise<(reason: string) => Promise<void>> {
+    const machine = await findMachine(trx, machineId, true);
+    if (!machine || machine.status === 'destroyed' || machine.status === 'failed' || machine.status === 'stopping') return async () => undefined;
+    if (machine.status === 'waiting' || !machine.runner_id) {
+      const dropped = await updateMachine(trx, machine.id, { status: 'destroyed', ended_at: trx.fn.now() as never });
+      return (reason) => this.endSession(dropped, reason);
+    }
+    const stopping = await updateMachine(trx, machine.id, { status: 'stopping' });
+    const command = await this.insert(trx, stopping, 'machine.destroy', {}, DESTROY_TIMEOUT_MS);
+    return async (reason) => {
+      // The runner first: ending the session (its own transaction) need not hold the destroy up.
+      await this.send(command);
+      await this.endSession(stopping, reason);
+    };
   }
 
   /** Deletes every saved version of a state on the runner that keeps them. */
@@ -276,16 +285,17 @@ export class MachinesService {
     if (!applied) return;
     const { command, machine } = applied;
     if (command.status === 'failed') this.deps.logger.warn({ command: command.id, type: command.type, runner: command.runner_id, code: command.error_code, error: command.error }, 'runner command failed');
-    if (machine && (machine.status === 'failed' || machine.status === 'destroyed')) {
-      // A destroyed machine's session ended when it was let go (`release`); a failed make's ends now.
-      if (machine.status === 'failed') await this.endSession(machine, machine.error ?? 'The machine could not be made');
-      // Its slot is free (or it never got one): machines waiting for one may go now.
-      await this.placeSoon();
-      await this.deps.slotFreed?.();
+    if (!machine) return;
+    const told: Array<Promise<unknown>> = [this.deps.notifyOwner(machine, `${command.type}:${command.id}`)];
+    if (machine.status === 'failed' || machine.status === 'destroyed') {
       // A make that timed out may still finish on the runner later: it is told to destroy it.
       if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });
+      // Its slot is free (or it never got one): machines and tries waiting for one may go now.
+      told.push(this.placeSoon(), this.deps.slotFreed?.() ?? Promise.resolve());
+      // A destroyed machine's session ended when it was let go (`release`); a failed make's ends now.
+      if (machine.status === 'failed') told.push(this.endSession(machine, machine.error ?? 'The machine could not be made'));
     }
-    if (machine) await this.deps.notifyOwner(machine, `${command.type}:${command.id}`);
+    await Promise.all(told);
   }
 
   /** What a settled command means for its machine. */

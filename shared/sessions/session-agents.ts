@@ -11,6 +11,8 @@ export interface SessionAgent {
 export interface SessionAgentDirectory {
   /** The agent (the org's default when `agentId` is null), or throws 404. */
   forSession(orgId: string, agentId: string | null): Promise<SessionAgent>;
+  /** The org's default agent's id (a machine session's agent, which nobody is shown). */
+  defaultAgentId(orgId: string): Promise<string>;
 }
 
 /** The name the person sees when an agent has no `display_name` of its own. */
@@ -28,5 +30,6 @@ export function sessionAgentDirectory(agents: Pick<AgentService, 'get' | 'getDef
         inviteUrlTemplate: agent.invite_url_template,
       };
     },
+    defaultAgentId: (orgId) => agents.getDefaultAgentId(orgId),
   };
 }

@@ -42,24 +42,22 @@ type Db = Knex | Knex.Transaction;
 export type NewSessionRow = Omit<SessionRow, 'seq' | 'connection_epoch' | 'task_count' | 'latest_task_id' | 'paired_at' | 'last_active_at' | 'device' | 'capabilities' | 'status' | 'kind' | 'label'> &
   Partial<Pick<SessionRow, 'kind' | 'label'>>;
 
-export async function insertSession(db: Db, row: NewSessionRow): Promise<SessionRow> {
-  const [inserted] = await db<SessionRow>('sessions')
-    .insert({ ...row, metadata: JSON.stringify(row.metadata) as unknown as Record<string, string> })
-    .returning('*');
-  return inserted!;
-}
-
 /**
  * Inserts the session `rowFor` makes for a new pairing code, drawing another code on the (very
- * rare) collision; each attempt in a savepoint, so that a collision does not abort `trx`.
+ * rare) collision: a taken code inserts nothing (`ON CONFLICT DO NOTHING`), so a collision
+ * neither aborts the caller's transaction nor costs a savepoint.
  */
-export async function insertSessionWithNewCode(trx: Knex.Transaction, rowFor: (code: string) => NewSessionRow): Promise<SessionRow> {
+export async function insertSessionWithNewCode(db: Db, rowFor: (code: string) => NewSessionRow): Promise<SessionRow> {
   for (let attempt = 0; ; attempt++) {
-    try {
-      return await trx.transaction((savepoint) => insertSession(savepoint, rowFor(newPairingCode())));
-    } catch (error) {
-      if ((error as { code?: string }).code !== '23505' || attempt >= 5) throw error;
-    }
+    const row = rowFor(newPairingCode());
+    // A code taken already inserts nothing (no error, so the caller's transaction stays usable).
+    const [inserted] = await db<SessionRow>('sessions')
+      .insert({ ...row, metadata: JSON.stringify(row.metadata) as unknown as Record<string, string> })
+      .onConflict('code')
+      .ignore()
+      .returning('*');
+    if (inserted) return inserted;
+    if (attempt >= 5) throw new Error('could not draw an unused pairing code in 6 attempts');
   }
 }
 

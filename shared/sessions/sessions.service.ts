@@ -153,16 +153,17 @@ export class SessionsService {
    * Mints a machine session: a pairing code the machine's desktop client says hello with, as a
    * person's app does, but no invite link, no token for the older API, and no idle expiry. It
    * is the service's own object: the API's session endpoints, the older API and the invite page
-   * do not know it. Written in `db`'s transaction when it is one (a savepoint), else in its own.
+   * do not know it. Written in `db`'s transaction when it is one, else in its own.
    */
   async createMachineSession(db: Knex | Knex.Transaction, input: MachineSessionInput): Promise<{ session: SessionRow; code: string }> {
-    const agent = await this.deps.agents.forSession(input.orgId, input.agentId ?? null);
+    // The session's agent is only a default for its tasks: a machine shows nobody a greeting.
+    const agentId = input.agentId ?? (await this.deps.agents.defaultAgentId(input.orgId));
     const now = this.deps.clock.now();
-    const session = await db.transaction(async (trx) => {
+    const write = async (trx: Knex | Knex.Transaction) => {
       const inserted = await insertSessionWithNewCode(trx, (code) => ({
         code,
         org_id: input.orgId,
-        agent_id: agent.agentId,
+        agent_id: agentId,
         kind: 'machine',
         label: input.label ?? null,
         token_hash: null,
@@ -177,11 +178,12 @@ export class SessionsService {
         action: 'session.created',
         objectType: 'session',
         objectId: inserted.code,
-        data: { agent_id: agent.agentId, kind: 'machine', label: inserted.label },
+        data: { agent_id: agentId, kind: 'machine', label: inserted.label },
         requestId: input.requestId,
       });
       return inserted;
-    });
+    };
+    const session = db.isTransaction ? await write(db) : await db.transaction(write);
     return { session, code: session.code };
   }
 

@@ -83,3 +83,18 @@ export async function visibleImages(db: Db, orgId: string): Promise<Array<{ imag
   );
   return rows;
 }
+
+/**
+ * Whether a runner the org may use (its own or a cloud one, not revoked) has the image, and
+ * whether one that has it is online now: one read for a new machine's checks.
+ */
+export async function imageAvailability(db: Db, orgId: string, image: string, offlineAfterMs: number): Promise<{ known: boolean; online: boolean }> {
+  const { rows } = await db.raw(
+    `select count(*) > 0 as known,
+            coalesce(bool_or(connection_id is not null and last_seen_at > now() - (? * interval '1 millisecond')), false) as online
+       from runners
+      where revoked_at is null and (org_id = ? or scope = 'cloud') and images \\? ?`,
+    [offlineAfterMs, orgId, image],
+  );
+  return { known: rows[0].known, online: rows[0].online };
+}

@@ -13,7 +13,7 @@ import { casesUsingStartState } from '../test-cases/test-cases.repository';
 import type { StartStateFlow } from './start-state-flow';
 import { imageStartState, toStartState, type StartState } from './start-state-object';
 import { stateDisk, type StartStateMethod, type StartStateRow } from './start-state-rows';
-import { findStartState, findStartStateByViewToken, insertStartState, listStartStates, updateStartState, visibleImages } from './start-states.repository';
+import { findStartState, findStartStateByViewToken, imageAvailability, insertStartState, listStartStates, updateStartState, visibleImages } from './start-states.repository';
 
 export interface StartStatesDeps {
   db: Knex;
@@ -76,7 +76,6 @@ export class StartStatesService {
     checkMethodFields(input);
     if (input.method === 'instruction') await this.deps.agents.resolveForTask(caller.orgId, input.agent_id ?? 'default', 'published');
     const source = await this.source(caller.orgId, input.from);
-    await this.assertRunnerFor(caller.orgId, source);
     const id = newId('ss');
     const open = input.method === 'hand';
     const row = await this.deps.db.transaction(async (trx) => {
@@ -119,7 +118,7 @@ export class StartStatesService {
     const current = await this.row(caller.orgId, id);
     if (current.status !== 'ready') throw conflict(`Start state ${id} is ${current.status}; only a ready one can be opened`, 'not_ready');
     const source = this.latestVersionOf(current);
-    await this.assertRunnerFor(caller.orgId, source);
+    await this.assertRunnerFor(source);
     const row = await this.deps.db.transaction(async (trx) => {
       const locked = await findStartState(trx, caller.orgId, id, true);
       if (locked?.status !== 'ready') throw conflict(`Start state ${id} is ${locked?.status ?? 'gone'}; only a ready one can be opened`, 'not_ready');
@@ -188,9 +187,11 @@ export class StartStatesService {
       if (usedBy.length > 0) throw conflict(`Start state ${id} is used by ${usedBy.length === 100 ? 'at least 100' : usedBy.length} test case(s); change or delete them first`, 'in_use', { test_case_ids: usedBy });
       const deleted = await updateStartState(trx, id, { deleted_at: trx.fn.now() as never, view_token: null, view_expires_at: null });
       await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.deleted', objectType: 'start_state', objectId: id, data: { name: current.name, version: current.version }, requestId });
-      return { before: current, deleted };
+      // Its machine (if any) is let go in the same transaction (the state's lock, then the machine's).
+      const released = current.machine_id ? await this.deps.machines.releaseIn(trx, current.machine_id) : null;
+      return { before: current, deleted, released };
     });
-    if (row.before.machine_id) await this.deps.machines.release(row.before.machine_id, 'The start state was deleted');
+    await row.released?.('The start state was deleted');
     if (row.before.runner_id && row.before.version > 0) await this.deps.machines.deleteDisks(row.before.runner_id, id);
     return toStartState(row.before, this.deps.baseUrl);
   }
@@ -228,16 +229,23 @@ export class StartStatesService {
     return row;
   }
 
-  /** `from`: an image a runner of the org's reports, or a ready state of the org's (its latest version). */
+  /**
+   * `from`: an image a runner of the org's reports, or a ready state of the org's (its latest
+   * version); 409 `no_runner` unless a runner that can make the machine is online now (its slots
+   * may all be busy: the machine then waits).
+   */
   private async source(orgId: string, from: string): Promise<Source> {
     if (from.startsWith('ss_')) {
       const state = await findStartState(this.deps.db, orgId, from);
       if (!state) throw invalidRequest(`from: no start state ${from}`);
       if (state.version < 1) throw invalidRequest(`from: start state ${from} has no saved version yet (it is ${state.status})`);
-      return { ...this.latestVersionOf(state), fromId: from };
+      const source = { ...this.latestVersionOf(state), fromId: from };
+      await this.assertRunnerFor(source);
+      return source;
     }
-    const image = (await visibleImages(this.deps.db, orgId)).find((candidate) => candidate.image === from);
-    if (!image) throw invalidRequest(`from: no runner of this org (or cloud runner) has an image ${from}; GET /v1/start_states lists the images`);
+    const image = await imageAvailability(this.deps.db, orgId, from, this.deps.offlineAfterMs);
+    if (!image.known) throw invalidRequest(`from: no runner of this org (or cloud runner) has an image ${from}; GET /v1/start_states lists the images`);
+    if (!image.online) throw conflict(`No online runner has the image ${from}; start a runner that has it`, 'no_runner');
     return { fromId: from, image: from, disk: { image: from }, pinnedRunnerId: null };
   }
 
@@ -245,20 +253,10 @@ export class StartStatesService {
     return { fromId: state.id, image: state.image, disk: stateDisk(state, state.version), pinnedRunnerId: state.runner_id };
   }
 
-  /** 409 `no_runner` unless a runner that can make the machine is online now (its slots may all be busy: the machine then waits). */
-  private async assertRunnerFor(orgId: string, source: Source): Promise<void> {
-    if (source.pinnedRunnerId) {
-      if (await isRunnerOnline(this.deps.db, source.pinnedRunnerId, this.deps.offlineAfterMs)) return;
-      throw conflict(`Runner ${source.pinnedRunnerId}, which keeps this start state's disks, is offline`, 'no_runner');
-    }
-    const online = await this.deps.db('runners')
-      .whereNull('revoked_at')
-      .whereNotNull('connection_id')
-      .andWhereRaw("last_seen_at > now() - (? * interval '1 millisecond')", [this.deps.offlineAfterMs])
-      .andWhere((q) => q.where({ org_id: orgId }).orWhere({ scope: 'cloud' }))
-      .andWhereRaw('images \\? ?', [source.image])
-      .first('id');
-    if (!online) throw conflict(`No online runner has the image ${source.image}; start a runner that has it`, 'no_runner');
+  /** 409 `no_runner` unless the runner that keeps the state's disks is online now. */
+  private async assertRunnerFor(source: Source): Promise<void> {
+    if (!source.pinnedRunnerId || (await isRunnerOnline(this.deps.db, source.pinnedRunnerId, this.deps.offlineAfterMs))) return;
+    throw conflict(`Runner ${source.pinnedRunnerId}, which keeps this start state's disks, is offline`, 'no_runner');
   }
 
   /** A new live view: a capability token and when the open machine closes unless saved. */
@@ -269,8 +267,8 @@ export class StartStatesService {
 
   /** The machine is recorded: it is placed (worker-evals), and an open one closes at its time. */
   private async afterMachineRequested(row: StartStateRow): Promise<void> {
-    await this.deps.machines.placeSoon();
-    if (row.status === 'open' && row.view_expires_at) await this.deps.flow.advanceSoon(row.id, 'expiry', Math.max(0, row.view_expires_at.getTime() - Date.now()));
+    const expiry = row.status === 'open' && row.view_expires_at ? this.deps.flow.advanceSoon(row.id, 'expiry', Math.max(0, row.view_expires_at.getTime() - Date.now())) : null;
+    await Promise.all([this.deps.machines.placeSoon(), expiry]);
   }
 
   /** An image cannot be changed or deleted (403 `image`); an id that is neither is 404. */
