@@ -49,6 +49,8 @@ export const MAX_INFRA_RETRIES = 2;
 /** How long a setup or check script may run. */
 const SCRIPT_TIMEOUT_MS = 10 * 60_000;
 const OUTPUT_TAIL = 4_000;
+/** A try's machine waiting this long for a runner (its runner went meanwhile) goes back to the queue. */
+const MACHINE_WAIT_MS = 60_000;
 /** A running try this quiet is advanced by the sweep. */
 const SWEEP_QUIET_MS = 30_000;
 
@@ -157,6 +159,13 @@ export class TryFlow {
     if (!machine) return;
     if (machine.status === 'failed' || machine.status === 'destroyed') {
       if (row.phase !== 'done') await this.infrastructureFailed(trx, at, `The machine was lost: ${machine.error ?? 'it stopped'}`, after);
+      return;
+    }
+    if (machine.status === 'waiting' && Date.now() - machine.created_at.getTime() > MACHINE_WAIT_MS) {
+      // Its runner went between the scheduler's count and the placement: back in the queue (not
+      // an infrastructure retry), for the scheduler to start again when a slot is free.
+      after.push(() => this.deps.machines.release(machine.id, 'No runner took the machine in time'), () => this.scheduleSoon());
+      await updateTry(trx, row.id, { status: 'queued', phase: null, machine_id: null });
       return;
     }
     if (machine.status !== 'running') return;
