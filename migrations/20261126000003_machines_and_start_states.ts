@@ -32,8 +32,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('ended_at', { useTz: true });
   });
-  // Slot accounting counts a runner's live machines; the sweep finds waiting ones oldest first.
-  await knex.raw("create index machines_live_on_runner on machines (runner_id) where status in ('starting', 'running', 'stopping')");
+  // Slot accounting counts a runner's live machines (also the runner's foreign key); the sweep
+  // finds waiting ones oldest first.
+  await knex.raw('create index machines_runner on machines (runner_id, status)');
   await knex.raw("create index machines_waiting on machines (seq) where status = 'waiting'");
   await knex.raw('create index machines_owner on machines (owner_kind, owner_id)');
   await knex.raw('create index machines_org on machines (org_id)');
@@ -54,7 +55,8 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('deadline_at', { useTz: true }).notNullable();
     t.timestamp('finished_at', { useTz: true });
   });
-  await knex.raw("create index runner_commands_unanswered on runner_commands (runner_id, seq) where status = 'sent'");
+  // A runner's unanswered commands (sent again at its hello); also the runner's foreign key.
+  await knex.raw('create index runner_commands_runner on runner_commands (runner_id, status)');
   await knex.raw("create index runner_commands_overdue on runner_commands (deadline_at) where status = 'sent'");
   await knex.raw('create index runner_commands_machine on runner_commands (machine_id, seq)');
 
@@ -93,7 +95,7 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('deleted_at', { useTz: true });
   });
-  await knex.raw('create index start_states_org on start_states (org_id, seq) where deleted_at is null');
+  await knex.raw('create index start_states_org on start_states (org_id, seq)');
   await knex.raw('create index start_states_task on start_states (task_id) where task_id is not null');
   await knex.raw("create index start_states_open_until on start_states (view_expires_at) where status = 'open'");
 }

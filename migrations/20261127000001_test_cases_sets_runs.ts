@@ -34,7 +34,7 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('deleted_at', { useTz: true });
   });
   await knex.raw('create unique index test_cases_key on test_cases (org_id, key) where key is not null and deleted_at is null');
-  await knex.raw('create index test_cases_org on test_cases (org_id, seq) where deleted_at is null');
+  await knex.raw('create index test_cases_org on test_cases (org_id, seq)');
   // Deleting a start state asks which live cases use it (409 in_use).
   await knex.raw('create index test_cases_start_state on test_cases (org_id, start_state) where deleted_at is null');
 
@@ -51,7 +51,7 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('deleted_at', { useTz: true });
   });
-  await knex.raw('create index test_sets_org on test_sets (org_id, seq) where deleted_at is null');
+  await knex.raw('create index test_sets_org on test_sets (org_id, seq)');
 
   // A set's cases, in order; `repeat` null: the set's.
   await knex.schema.createTable('test_set_cases', (t) => {

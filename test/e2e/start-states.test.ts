@@ -99,7 +99,8 @@ describe('start states with the reference runner (a process)', function () {
       const ours = images.filter((image: { start_state_id: string }) => read.images.includes(image.start_state_id));
       expect(ours.map((image: { start_state_id: string; os: string }) => [image.start_state_id, image.os])).to.deep.equal([['macos-15', 'mac'], ['windows-11', 'windows']]);
       expect(ours[0]).to.include({ status: 'ready', version: 0, from: null, method: null, runner_id: null });
-      expect(ours[0].labels).to.deep.equal(['eu']);
+      // The labels of every runner with the image that this org may use (cloud runners of other tests too).
+      expect(ours[0].labels).to.include('eu');
     });
 
     it('builds by a script: the file it writes is on the saved disk (version 1), and a state made from it starts with that file', async () => {

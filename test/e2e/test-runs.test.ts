@@ -227,7 +227,9 @@ describe('test runs with reference runners (processes)', function () {
       { key: 'reads-version', name: 'reads the version', prompt: SAVE_NOTE('x'), start_state: built.start_state_id, success: { check_script: 'grep -q one $HOME/Documents/version.txt && grep -q x $HOME/Documents/Untitled.txt' } },
       { key: 'uses-notes', name: 'uses Notes', prompt: SAVE_NOTE('y'), start_state: 'macos-versions', success: { check_script: 'grep -q y $HOME/Documents/Untitled.txt' } },
     ]);
-    const baseline = await ok('POST', '/v1/test_runs', { test_case_ids: caseIds(cases) });
+    // An agent of this test's own: the others run the default agent, which this one does not change.
+    await ok('POST', '/v1/agents', { agent_id: 'compared' });
+    const baseline = await ok('POST', '/v1/test_runs', { test_case_ids: caseIds(cases), agent_id: 'compared' });
     // Saved again (version 2, without the file) after the run was created: the run still uses version 1.
     await ok('POST', `/v1/start_states/${built.start_state_id}/open`);
     await waitFor(async () => (await api('GET', `/v1/runners`)).body.data.some((r: { name: string; busy: number }) => r.name === 'versions' && r.busy > 0), 20_000, 'the state open');
@@ -238,8 +240,8 @@ describe('test runs with reference runners (processes)', function () {
     expect((await tries(baseline.test_run_id)).find((item) => item.key === 'reads-version')!.start_state).to.deep.equal({ start_state_id: built.start_state_id, version: 1 });
 
     // A new agent version that may not type in Notes (TextEdit on a Mac): it never saves the note, so both cases regress.
-    await ok('PATCH', '/v1/agents/default', { guardrails: { apps: { block: ['TextEdit'] } } });
-    const current = await ok('POST', '/v1/test_runs', { test_case_ids: caseIds(cases) });
+    await ok('PATCH', '/v1/agents/compared', { guardrails: { apps: { block: ['TextEdit'] } } });
+    const current = await ok('POST', '/v1/test_runs', { test_case_ids: caseIds(cases), agent_id: 'compared' });
     await finished(current.test_run_id);
     const comparison = await ok('GET', `/v1/test_runs/${current.test_run_id}/compare?with=${baseline.test_run_id}`);
     const labels = Object.fromEntries(comparison.cases.map((item: { key: string; label: string }) => [item.key, item.label]));
