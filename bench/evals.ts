@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createKnex, migrateLatest } from '../shared/db/knex';
 import { loadConfig } from '../shared/config';
 import { LIVE_MACHINE_STATUSES } from '../shared/machines/machine-rows';
-import { benchServers, cpuProfileFlags, PROJECT_ROOT, procfileNodeFlags } from './support/processes';
+import { benchServers, cpuProfileFlags, databaseBackendsCpuMs, processCpuMs, PROJECT_ROOT, procfileNodeFlags, type ReadyServer } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 import { WatchedRunner } from './support/watched-runner';
 import { WatchedDesktops } from './support/desktops';
@@ -83,7 +83,8 @@ export async function run(): Promise<void> {
   try {
     const start = (type: string, extra: Record<string, string> = {}) => servers.start('deskhand-types.ts', { ...env, ...extra, BENCH_TYPES: type }, [...procfileNodeFlags(type), ...cpuProfileFlags()]);
     const web = await start('web', { BENCH_ORG: 'bench evals' });
-    await Promise.all([start('worker-agent'), start('worker-evals'), start('worker-clock')]);
+    const [agent, evals, clock] = await Promise.all([start('worker-agent'), start('worker-evals'), start('worker-clock')]);
+    const cores = coresUsed({ web, 'worker-agent': agent, 'worker-evals': evals, 'worker-clock': clock }, new URL(databaseUrl).pathname.slice(1));
     const baseUrl = `http://127.0.0.1:${web.message.port as number}`;
     const headers = { authorization: `Bearer ${web.message.key as string}`, 'content-type': 'application/json' };
     const api = async (method: string, url: string, body?: unknown) => {
@@ -155,9 +156,13 @@ export async function run(): Promise<void> {
     await evalRun(caseIds.slice(0, 1), WARM_UP);
 
     trace('baseline: tasks on desktops');
+    let measured = cores();
     const taskIds = await onDesktops(tries);
+    const baselineCores = measured();
     trace('evals: one run');
+    measured = cores();
     const { runId, samples } = await evalRun(caseIds, REPEAT);
+    const evalsCores = measured();
     trace('done; reading figures');
 
     const lines = [
@@ -165,6 +170,7 @@ export async function run(): Promise<void> {
       ...(await throughput(db, taskIds, runId)),
       ...(await hops(db, runId)),
       ...utilisation(samples, slots),
+      `cores used (of ${os.cpus().length}): baseline ${baselineCores}; evals ${evalsCores}`,
       'targets: the scheduler\'s overhead per try <= 50 ms p50; no runner slot idle while tries wait',
     ];
     for (const line of lines) console.log(line);
@@ -177,6 +183,27 @@ export async function run(): Promise<void> {
     await dropRedisPrefix(config.redisUrl, prefix);
     for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Starts a measure of the CPU each process uses; calling what it returns ends it and gives the
+ * cores used on average ("bench" is the runners' machines and the desktops, in this process).
+ */
+function coresUsed(servers: Record<string, ReadyServer>, databaseName: string): () => () => string {
+  const read = (): Record<string, number> => ({
+    ...Object.fromEntries(Object.entries(servers).map(([name, server]) => [name, processCpuMs(server.child.pid!)?.ms ?? 0])),
+    bench: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+    postgres: databaseBackendsCpuMs(databaseName),
+  });
+  return () => {
+    const before = read();
+    const started = performance.now();
+    return () => {
+      const after = read();
+      const elapsed = performance.now() - started;
+      return Object.entries(after).map(([name, cpuMs]) => `${name} ${((cpuMs - before[name]!) / elapsed).toFixed(2)}`).join(', ');
+    };
+  };
 }
 
 const ms = (column: string) => `extract(epoch from ${column}) * 1000`;

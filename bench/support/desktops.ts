@@ -1,4 +1,5 @@
 import { DesktopClient } from '../../shared/simulator/desktop-client';
+import { MACHINE_APP_VERSION, MACHINE_SCREEN } from '../../shared/simulator/runner/simulated-hypervisor';
 
 /**
  * Reference desktop clients (the simulated computers people pair), in the bench's process, that
@@ -17,10 +18,10 @@ export class WatchedDesktops {
         baseUrl,
         code,
         os: 'mac',
-        appVersion: '1.0.20',
+        // As a reference runner's machine is, so that both sides' computers cost the same.
+        appVersion: MACHINE_APP_VERSION,
         name: 'bench',
-        width: 1440,
-        height: 900,
+        ...MACHINE_SCREEN,
         accessibility: true,
         delayMs: 0,
         out: (line) => this.line(line as { event?: string; kind?: string; task_id?: string }),
