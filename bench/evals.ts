@@ -131,7 +131,7 @@ export async function run(): Promise<void> {
       return taskIds;
     };
 
-    /** One run of `repeat` tries per case; samples the slots until it completed. */
+    /** One run of `repeat` tries per case; samples the slots until every try ended. */
     const evalRun = async (ids: string[], repeat: number): Promise<{ runId: string; samples: Sample[] }> => {
       const { test_run_id: runId } = (await api('POST', '/v1/test_runs', { test_case_ids: ids, repeat })) as { test_run_id: string };
       const samples: Sample[] = [];
@@ -141,11 +141,12 @@ export async function run(): Promise<void> {
           `select (select count(*) from machines where runner_id = any(?) and status = any(?))::int as live,
                   (select count(*) from machines where runner_id = any(?) and status = 'running')::int as running,
                   (select count(*) from tries where run_id = ? and status = 'queued')::int as queued,
-                  (select status from test_runs where id = ?) as status`,
+                  (select count(*) from tries where run_id = ? and status = 'running')::int as running_tries`,
           [runnerIds, LIVE_MACHINE_STATUSES as string[], runnerIds, runId, runId],
         );
-        const row = rows[0] as Sample & { status: string };
-        if (row.status !== 'queued' && row.status !== 'running') return { runId, samples };
+        const row = rows[0] as Sample & { running_tries: number };
+        // Every try ended: the run is over, whether or not its status says so (see `runStatus`).
+        if (!row.queued && !row.running_tries) return { runId, samples };
         samples.push({ live: row.live, running: row.running, queued: row.queued });
         await sleep(Math.max(0, next - Date.now()));
       }
@@ -153,7 +154,7 @@ export async function run(): Promise<void> {
 
     trace('warm-up');
     await onDesktops(WARM_UP);
-    await evalRun(caseIds.slice(0, 1), WARM_UP);
+    const { runId: warmUpRun } = await evalRun(caseIds.slice(0, 1), WARM_UP);
 
     trace('baseline: tasks on desktops');
     let measured = cores();
@@ -168,6 +169,7 @@ export async function run(): Promise<void> {
     const lines = [
       `evals: instant machines (--boot-ms 0) and the scripted agent; web, worker-agent, worker-evals and worker-clock in separate processes; ${RUNNERS} reference runners × ${SLOTS} slots and ${slots} desktops in the bench's process; ${tries} tries (${CASES} cases × repeat ${REPEAT}) and ${tries} tasks, after ${WARM_UP} of each to warm up`,
       ...(await throughput(db, taskIds, runId)),
+      await runStatus(db, [warmUpRun, runId]),
       ...(await hops(db, runId)),
       ...utilisation(samples, slots),
       `cores used (of ${os.cpus().length}): baseline ${baselineCores}; evals ${evalsCores}`,
@@ -183,6 +185,18 @@ export async function run(): Promise<void> {
     await dropRedisPrefix(config.redisUrl, prefix);
     for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether each run says `completed` once its tries all ended (a second later). The try that
+ * ends last completes its run only when it sees no other try open, and two tries ending in
+ * concurrent transactions can each see the other still open: then nothing completes the run.
+ */
+async function runStatus(db: Db, runIds: string[]): Promise<string> {
+  await sleep(1000);
+  const rows = (await db('test_runs').whereIn('id', runIds).select('id', 'status')) as Array<{ id: string; status: string }>;
+  const stuck = rows.filter((row) => row.status !== 'completed');
+  return `runs completed once every try ended: ${rows.length - stuck.length} of ${rows.length}${stuck.length ? ` (left ${stuck.map((row) => `${row.id} ${row.status}`).join(', ')})` : ''}`;
 }
 
 /**
@@ -213,8 +227,9 @@ async function throughput(db: Db, taskIds: string[], runId: string): Promise<str
   const tasks = (await db('tasks').whereIn('id', taskIds).select(db.raw(`${ms('created_at')} as created`), db.raw(`${ms('ended_at')} as ended`), 'status')) as Array<{ created: string; ended: string; status: string }>;
   const taskSpan = (Math.max(...tasks.map((t) => Number(t.ended))) - Math.min(...tasks.map((t) => Number(t.created)))) / 1000;
   const taskTimes = tasks.map((t) => Number(t.ended) - Number(t.created));
-  const run = (await db('test_runs').where({ id: runId }).first(db.raw(`${ms('created_at')} as created`), db.raw(`${ms('ended_at')} as ended`))) as { created: string; ended: string };
-  const runSpan = (Number(run.ended) - Number(run.created)) / 1000;
+  const run = (await db('test_runs').where({ id: runId }).first(db.raw(`${ms('created_at')} as created`))) as { created: string };
+  const lastEnded = (await db('tries').where({ run_id: runId }).first(db.raw(`${ms('max(ended_at)')} as ended`))) as { ended: string };
+  const runSpan = (Number(lastEnded.ended) - Number(run.created)) / 1000;
   const rows = (await db('tries as t')
     .join('tasks as k', 'k.id', 't.task_id')
     .where('t.run_id', runId)
@@ -225,7 +240,7 @@ async function throughput(db: Db, taskIds: string[], runId: string): Promise<str
   const perSecond = { tasks: tasks.length / taskSpan, tries: rows.length / runSpan };
   return [
     `baseline: ${tasks.length} tasks on desktops (${statuses(tasks)}) in ${taskSpan.toFixed(2)} s: ${perSecond.tasks.toFixed(1)} tasks/s; a task (created → ended) p50 / p95 ${pair(taskTimes)} ms`,
-    `evals:    ${rows.length} tries (${statuses(rows)}, ${rows.reduce((sum, r) => sum + Number(r.infra_retries), 0)} infrastructure retries) in ${runSpan.toFixed(2)} s (run created → completed): ${perSecond.tries.toFixed(1)} tries/s, ${(perSecond.tries / perSecond.tasks).toFixed(2)}x the baseline's tasks/s`,
+    `evals:    ${rows.length} tries (${statuses(rows)}, ${rows.reduce((sum, r) => sum + Number(r.infra_retries), 0)} infrastructure retries) in ${runSpan.toFixed(2)} s (run created → its last try ended): ${perSecond.tries.toFixed(1)} tries/s, ${(perSecond.tries / perSecond.tasks).toFixed(2)}x the baseline's tasks/s`,
     `  a try (started → ended) p50 / p95 ${pair(tryTimes)} ms; its task (created → ended) ${pair(tryTaskTimes)} ms; try − its task ${pair(rows.map((_, i) => tryTimes[i]! - tryTaskTimes[i]!))} ms`,
   ];
 }
