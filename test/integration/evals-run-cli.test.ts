@@ -80,6 +80,8 @@ describe('npx deskhand evals run (a child process)', function () {
     expect(printed).to.include({ object: 'test_run', status: 'queued', case_count: 2, repeat: 2, test_set_id: null });
     expect(printed.metadata).to.deep.equal({ commit: 'abc123', ci: 'yes' });
     expect((await api('GET', `/v1/test_runs/${printed.test_run_id}`)).status).to.equal(200);
+    // The run was queued for real; cancelled here so the next tests have the runner's slots to themselves.
+    expect((await api('POST', `/v1/test_runs/${printed.test_run_id}/cancel`)).status).to.be.oneOf([200, 409]);
   });
 
   it('--wait prints one JSON line per change of the counts, then the summary, exit 0 at or above --min-pass-rate', async () => {
