@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
+import { apiFromEnv, errorMessage, requestJson } from './evals-api';
+import { registerRunCommand } from './evals-run.command';
 
 /**
  * `deskhand evals …`: an eval team's commands against a running service, through the public API
- * with `DESKHAND_API_KEY` (and `DESKHAND_BASE_URL`, default http://localhost:$PORT). Today
- * `import`; `evals run` goes beside it (register it in `registerEvalsCommand`).
+ * with `DESKHAND_API_KEY` (and `DESKHAND_BASE_URL`, default http://localhost:$PORT): `import`
+ * (here) and `run` (evals-run.command.ts); the request helpers both use are in evals-api.ts.
  */
 
 /** The batch endpoint's limits (spec: Limits): 500 cases, 8 MB; a chunk stays a little under the bytes. */
@@ -13,7 +15,7 @@ const CHUNK_CASES = 500;
 const CHUNK_BYTES = 7 * 1024 * 1024;
 
 export function registerEvalsCommand(program: Command): Command {
-  const evals = program.command('evals').description('evals: test cases, test sets (docs/evals.md)');
+  const evals = program.command('evals').description('evals: test cases, test sets, test runs (docs/evals.md)');
   evals
     .command('import')
     .description('create or update test cases from a JSON or YAML file ({ cases: [...] } or a bare list), matched by key; prints { created, updated, test_case_ids }')
@@ -23,16 +25,8 @@ export function registerEvalsCommand(program: Command): Command {
       const result = await importCases(readCases(file), { testSetId: options.set, ...apiFromEnv() });
       process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     });
-  // `evals run` (test runs) is registered here, beside `import`.
+  registerRunCommand(evals);
   return evals;
-}
-
-/** Where the API is and the key to call it with, from the environment. */
-function apiFromEnv(): { baseUrl: string; apiKey: string } {
-  const apiKey = process.env.DESKHAND_API_KEY;
-  if (!apiKey) throw new Error('DESKHAND_API_KEY is not set (an API key of the org: dh_…)');
-  const baseUrl = (process.env.DESKHAND_BASE_URL || `http://localhost:${process.env.PORT ?? '8080'}`).replace(/\/+$/, '');
-  return { baseUrl, apiKey };
 }
 
 /** The cases of a file: `{ cases: [...] }` or a bare list, in JSON or YAML (YAML is a superset of JSON: one parser reads both). */
@@ -79,22 +73,19 @@ export async function importCases(cases: unknown[], options: { baseUrl: string; 
   const total = { created: 0, updated: 0, test_case_ids: [] as string[] };
   const parts = chunks(cases);
   for (const [n, part] of parts.entries()) {
-    const response = await fetch(`${options.baseUrl}/v1/test_cases/batch`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${options.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ cases: part.cases, ...(options.testSetId ? { test_set_id: options.testSetId } : {}) }),
-    }).catch((error: Error) => {
-      throw new Error(`cannot reach ${options.baseUrl} (DESKHAND_BASE_URL): ${(error.cause as Error | undefined)?.message ?? error.message}`);
+    const answer = await requestJson<{ data: Array<{ test_case_id: string }>; created: number; updated: number }>(options, 'POST', '/v1/test_cases/batch', {
+      cases: part.cases,
+      ...(options.testSetId ? { test_set_id: options.testSetId } : {}),
     });
-    const body = (await response.json().catch(() => null)) as { data?: Array<{ test_case_id: string }>; created?: number; updated?: number; error?: { message?: string } } | null;
-    if (!response.ok) {
-      const message = (body?.error?.message ?? `HTTP ${response.status}`).replace(/cases\[(\d+)\]/g, (_, i: string) => `cases[${Number(i) + part.offset}]`);
+    const body = answer.body;
+    if (!answer.ok) {
+      const message = errorMessage(answer).replace(/cases\[(\d+)\]/g, (_, i: string) => `cases[${Number(i) + part.offset}]`);
       const done = n > 0 ? ` (cases before cases[${part.offset}] were imported: ${total.created} created, ${total.updated} updated)` : '';
-      throw new Error(`import refused (${response.status}): ${message}${done}`);
+      throw new Error(`import refused (${answer.status}): ${message}${done}`);
     }
-    total.created += body!.created!;
-    total.updated += body!.updated!;
-    total.test_case_ids.push(...body!.data!.map((c) => c.test_case_id));
+    total.created += body!.created;
+    total.updated += body!.updated;
+    total.test_case_ids.push(...body!.data.map((c) => c.test_case_id));
   }
   return total;
 }
