@@ -165,3 +165,13 @@ export async function quietRunningTries(db: Db, quietMs: number, limit: number):
   );
   return rows.map((row: { id: string }) => row.id);
 }
+
+/** Running runs none of whose tries is queued or running. */
+export async function runsWithoutOpenTries(db: Db, limit: number): Promise<string[]> {
+  const rows = await db('test_runs as r')
+    .where('r.status', 'running')
+    .whereNotExists((q) => q.from('tries as t').whereRaw('t.run_id = r.id').whereIn('t.status', ['queued', 'running']))
+    .limit(limit)
+    .select('r.id');
+  return rows.map((row: { id: string }) => row.id);
+}

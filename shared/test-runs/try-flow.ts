@@ -14,7 +14,7 @@ import type { MachinesService } from '../machines/machines.service';
 import type { MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
 import type { CaseSnapshot, CustomerSpec, TestRunRow, TryRow } from './test-run-rows';
-import { findRun, findTry, findTryByTask, freeSlotsFor, hasOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
+import { findRun, findTry, findTryByTask, freeSlotsFor, hasOpenTries, runsWithoutOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
 
 /** What the simulated customer does (shared/evals/customer.ts). */
 export interface CustomerBehaviour {
@@ -133,7 +133,10 @@ export class TryFlow {
   async sweep(): Promise<number> {
     const ids = await quietRunningTries(this.deps.db, SWEEP_QUIET_MS, 200);
     for (const id of ids) await this.advance(id);
-    return ids.length + (await this.schedule());
+    // Runs whose tries all ended but which are still running (none should be: see completeIfDone).
+    const finished = await runsWithoutOpenTries(this.deps.db, 100);
+    for (const runId of finished) await this.deps.db.transaction((trx) => completeIfDone(trx, runId));
+    return ids.length + finished.length + (await this.schedule());
   }
 
   async advance(tryId: string): Promise<void> {
@@ -293,7 +296,7 @@ export class TryFlow {
     const started = row.started_at ?? new Date();
     await updateTry(trx, row.id, { ...outcome, phase: 'done', ended_at: trx.fn.now() as never, duration_ms: Date.now() - started.getTime() });
     if (releaseMachine && row.machine_id) after.push(() => this.deps.machines.release(row.machine_id!, 'The try is over'));
-    if (run.status === 'running' && !(await hasOpenTries(trx, run.id))) await updateRun(trx, run.id, { status: 'completed', ended_at: trx.fn.now() as never });
+    await completeIfDone(trx, run.id);
     after.push(() => this.scheduleSoon());
   }
 
@@ -336,6 +339,16 @@ interface TryAt {
   run: TestRunRow;
   snapshot: CaseSnapshot;
   machine: MachineRow | undefined;
+}
+
+/**
+ * Completes the run when no try of it is queued or running. Under the run's row lock: two last
+ * tries ending at once take it in turn, so the second sees the first ended (without it, each saw
+ * the other open and the run stayed `running`).
+ */
+export async function completeIfDone(trx: Knex.Transaction, runId: string): Promise<void> {
+  const run = await findRun(trx, null, runId, true);
+  if (run?.status === 'running' && !(await hasOpenTries(trx, runId))) await updateRun(trx, runId, { status: 'completed', ended_at: trx.fn.now() as never });
 }
 
 function queueTryAdvance(queues: JobQueues, tryId: string, why: string): Promise<boolean> {
