@@ -95,24 +95,27 @@ export class TryFlow {
 
   /** Starts the run's next queued try when a runner has a free slot for its machine. */
   private async startNext(runId: string): Promise<boolean> {
-    const placed = await this.deps.db.transaction(async (trx) => {
+    const placed = await this.deps.db.transaction(async (trx): Promise<string | null> => {
       const next = await nextQueuedTry(trx, runId);
-      if (!next) return false;
+      if (!next) return null;
       const run = (await findRun(trx, null, runId))!;
-      if (run.status !== 'queued' && run.status !== 'running') return false;
+      if (run.status !== 'queued' && run.status !== 'running') return null;
       const snapshot = (await runCase(trx, runId, next.position))!.snapshot;
       const free = await freeSlotsFor(trx, { orgId: run.org_id, image: snapshot.disk.image, pinnedRunnerId: snapshot.pinned_runner_id }, this.deps.offlineAfterMs);
-      if (free <= 0) return false;
-      await this.startOnMachine(trx, run, next, snapshot);
+      if (free <= 0) return null;
+      const machineId = await this.startOnMachine(trx, run, next, snapshot);
       if (run.status === 'queued') await updateRun(trx, runId, { status: 'running', started_at: trx.fn.now() as never });
-      return true;
+      return machineId;
     });
-    if (placed) await this.deps.machines.placeSoon();
-    return placed;
+    if (!placed) return false;
+    // The slot counted free is taken now, in this job: no second hop through the queue (the
+    // placement pass takes it should another request have won the slot meanwhile).
+    if (!(await this.deps.machines.place(placed))) await this.deps.machines.placeSoon();
+    return true;
   }
 
   /** A fresh machine for the try (its first, or after an infrastructure failure). */
-  private async startOnMachine(trx: Knex.Transaction, run: TestRunRow, row: TryRow, snapshot: CaseSnapshot): Promise<void> {
+  private async startOnMachine(trx: Knex.Transaction, run: TestRunRow, row: TryRow, snapshot: CaseSnapshot): Promise<string> {
     const machine = await this.deps.machines.request(trx, {
       orgId: run.org_id,
       owner: { kind: 'try', id: row.id },
@@ -122,6 +125,7 @@ export class TryFlow {
       label: `try ${row.attempt} of ${row.test_case_id} in ${run.id}`,
     });
     await updateTry(trx, row.id, { status: 'running', phase: 'machine', machine_id: machine.id, task_id: null, runner_id: null, started_at: (row.started_at ?? trx.fn.now()) as never });
+    return machine.id;
   }
 
   /** The run was cancelled: its running tries stop (their tasks stopped, machines let go). */
