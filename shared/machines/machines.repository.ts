@@ -81,16 +81,30 @@ export async function insertCommand(db: Db, row: Pick<CommandRow, 'id' | 'runner
   return inserted!;
 }
 
-export async function findCommand(db: Db, id: string, lock = false): Promise<CommandRow | undefined> {
-  const query = db<CommandRow>('runner_commands').where({ id }).first();
-  return lock ? query.forUpdate() : query;
+/**
+ * Settles a command still waiting for its answer (and, given `runnerId`, sent to that runner);
+ * undefined when there is no such command.
+ */
+export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId?: string): Promise<CommandRow | undefined> {
+  const query = db<CommandRow>('runner_commands').where({ id, status: 'sent' });
+  if (runnerId !== undefined) query.andWhere({ runner_id: runnerId });
+  const [row] = await query.update({ ...outcome, result: outcome.result === null ? null : json(outcome.result), finished_at: db.fn.now() as never }).returning('*');
+  return row;
 }
 
-/** Settles a command still waiting for its answer; undefined when it was settled already. */
-export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>): Promise<CommandRow | undefined> {
-  const [row] = await db<CommandRow>('runner_commands')
-    .where({ id, status: 'sent' })
-    .update({ ...outcome, result: outcome.result === null ? null : json(outcome.result), finished_at: db.fn.now() as never })
+/** A machine's move from one status to another (an ended one is stamped `ended_at`). */
+export interface MachineMove {
+  from: MachineStatus;
+  to: MachineStatus;
+  error?: string;
+}
+
+/** Moves the machine when it is in `move.from`, in one statement; undefined when it is not. */
+export async function moveMachine(db: Db, id: string, move: MachineMove): Promise<MachineRow | undefined> {
+  const ended = move.to === 'failed' || move.to === 'destroyed';
+  const [row] = await db<MachineRow>('machines')
+    .where({ id, status: move.from })
+    .update({ status: move.to, ...(move.error ? { error: move.error } : {}), ...(ended ? { ended_at: db.fn.now() as never } : {}), updated_at: db.fn.now() as never })
     .returning('*');
   return row;
 }

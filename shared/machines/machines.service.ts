@@ -9,13 +9,14 @@ import type { RunnerLink } from '../runners/runner-link';
 import type { CommandAnswer, CommandRow, CommandType, Disk, MachineOwnerKind, MachineRow } from './machine-rows';
 import {
   candidatesWithLoad,
-  findCommand,
   findMachine,
   insertCommand,
   insertMachine,
   isRunnerOnline,
   liveMachinesOn,
   lockCandidateRunners,
+  moveMachine,
+  type MachineMove,
   lostRunnerIds,
   overdueCommandIds,
   settleCommand,
@@ -274,13 +275,12 @@ export class MachinesService {
   /** Settles a command and applies it to its machine, in one transaction; then tells the owner. */
   private async settle(commandId: string, outcome: Parameters<typeof settleCommand>[2], fromRunner?: string): Promise<void> {
     const applied = await this.deps.db.transaction(async (trx) => {
-      const command = await findCommand(trx, commandId);
-      if (!command || command.status !== 'sent' || (fromRunner !== undefined && command.runner_id !== fromRunner)) return null;
-      // The machine first, then the command: the order every change of a machine locks in.
-      const machine = command.machine_id ? await findMachine(trx, command.machine_id, true) : undefined;
-      const settled = await settleCommand(trx, commandId, outcome);
-      if (!settled) return null;
-      return { command: settled, machine: machine ? await this.applyToMachine(trx, machine, settled) : undefined };
+      // Settled once, by the runner it was sent to: a repeat or a stranger's answer changes nothing.
+      const command = await settleCommand(trx, commandId, outcome, fromRunner);
+      if (!command?.machine_id) return command ? { command, machine: undefined } : null;
+      const change = machineChange(command);
+      const machine = (change && (await moveMachine(trx, command.machine_id, change))) ?? (await findMachine(trx, command.machine_id));
+      return { command, machine };
     });
     if (!applied) return;
     const { command, machine } = applied;
@@ -296,20 +296,6 @@ export class MachinesService {
       if (machine.status === 'failed') told.push(this.endSession(machine, machine.error ?? 'The machine could not be made'));
     }
     await Promise.all(told);
-  }
-
-  /** What a settled command means for its machine. */
-  private async applyToMachine(trx: Knex.Transaction, machine: MachineRow, command: CommandRow): Promise<MachineRow> {
-    if (command.type === 'machine.make' && machine.status === 'starting') {
-      if (command.status === 'done') return updateMachine(trx, machine.id, { status: 'running' });
-      return updateMachine(trx, machine.id, { status: 'failed', error: `The runner could not make the machine (${command.error_code}): ${command.error}`, ended_at: trx.fn.now() as never });
-    }
-    if (command.type === 'machine.destroy' && machine.status === 'stopping') {
-      // A destroy that failed or went unanswered still frees the slot: the runner is told again
-      // to destroy it if it reports the machine after a reconnect.
-      return updateMachine(trx, machine.id, { status: 'destroyed', ended_at: trx.fn.now() as never });
-    }
-    return machine;
   }
 
   /** A live machine is gone with its runner: failed, its slot freed, its owner told. */
@@ -354,6 +340,19 @@ export class MachinesService {
       this.deps.logger.warn({ err: error, machine: machine.id }, 'could not end the machine session');
     });
   }
+}
+
+/**
+ * What a settled command does to its machine: the status the machine must be in for it to
+ * apply, and the change. A make moves a starting machine to running (or failed); a destroy, done
+ * or not, frees a stopping machine's slot (the runner is told again to destroy it if it reports
+ * the machine after a reconnect). Scripts, saves and inputs change nothing of the machine.
+ */
+function machineChange(command: CommandRow): MachineMove | null {
+  if (command.type === 'machine.make' && command.status === 'done') return { from: 'starting', to: 'running' };
+  if (command.type === 'machine.make') return { from: 'starting', to: 'failed', error: `The runner could not make the machine (${command.error_code}): ${command.error}` };
+  if (command.type === 'machine.destroy') return { from: 'stopping', to: 'destroyed' };
+  return null;
 }
 
 /** A command as the runner receives it (`runner:command`). */
