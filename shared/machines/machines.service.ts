@@ -295,7 +295,9 @@ export class MachinesService {
       // A destroyed machine's session ended when it was let go (`release`); a failed make's ends now.
       if (machine.status === 'failed') told.push(this.endSession(machine, machine.error ?? 'The machine could not be made'));
     }
-    await Promise.all(told);
+    // The change is committed: the runner hears so at once, while the notices go out. One that
+    // does not (a process gone meanwhile) is made up for by the sweep, which looks at the rows.
+    void Promise.all(told).catch((error: unknown) => this.deps.logger.warn({ err: error, machine: machine.id }, 'could not tell what a machine change means; the sweep will'));
   }
 
   /** A live machine is gone with its runner: failed, its slot freed, its owner told. */
