@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { jsonLinesIo, parseBaseUrl, type JsonLinesIo } from './cli-options';
 import { isAppVersion } from '../shared/simulator/capabilities';
 import { DesktopClient, type DesktopClientEnd, type DesktopClientOptions } from '../shared/simulator/desktop-client';
 import { MAX_SCREEN, MIN_SCREEN } from '../shared/simulator/simulated-computer';
@@ -11,11 +12,7 @@ import { MAX_SCREEN, MIN_SCREEN } from '../shared/simulator/simulated-computer';
  */
 
 /** Where the command writes and which signals stop it; the process's own by default. */
-export interface DesktopCommandIo {
-  /** One protocol event, printed as a JSON line. */
-  out(line: object): void;
-  signals: Pick<NodeJS.EventEmitter, 'once' | 'off'>;
-}
+export type DesktopCommandIo = JsonLinesIo;
 
 /** The parsed options are the client's own, less what only code sets (output, path, pacing). */
 type DesktopCommandOptions = Omit<DesktopClientOptions, 'out' | 'path' | 'reconnectDelayMs'>;
@@ -26,7 +23,7 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
  * Adds the `desktop` command to the CLI. Invalid options are reported on stderr with a non-zero
  * exit (through commander, so `exitOverride` applies); so is a pairing code the service refuses.
  */
-export function registerDesktopCommand(program: Command, io: DesktopCommandIo = processIo()): Command {
+export function registerDesktopCommand(program: Command, io: DesktopCommandIo = jsonLinesIo()): Command {
   const port = process.env.PORT ?? '8080';
   return program
     .command('desktop')
@@ -73,28 +70,10 @@ async function runDesktopClient(options: DesktopCommandOptions, io: DesktopComma
   }
 }
 
-function processIo(): DesktopCommandIo {
-  return {
-    out: (line) => process.stdout.write(`${JSON.stringify(line)}\n`),
-    signals: process,
-  };
-}
-
 function parseCode(value: string): string {
   const code = value.trim();
   if (!code || code.length > 100 || /\s/.test(code)) throw new InvalidArgumentError('A pairing code is one word, such as ABCD-EFGH.');
   return code;
-}
-
-function parseBaseUrl(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError(`"${value}" is not a URL, such as http://localhost:8080.`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`"${value}" must start with http:// or https://.`);
-  return value;
 }
 
 function parseVersion(value: string): string {

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
+import { jsonLinesIo, parseBaseUrl, type JsonLinesIo } from './cli-options';
 import { ReferenceRunner, type ReferenceRunnerOptions, type RunnerEnd } from '../shared/simulator/runner/reference-runner';
 
 /**
@@ -12,10 +13,7 @@ import { ReferenceRunner, type ReferenceRunnerOptions, type RunnerEnd } from '..
  */
 
 /** Where the command writes and which signals stop it; the process's own by default. */
-export interface RunnerCommandIo {
-  out(line: object): void;
-  signals: Pick<NodeJS.EventEmitter, 'once' | 'off'>;
-}
+export type RunnerCommandIo = JsonLinesIo;
 
 type RunnerCommandOptions = Omit<ReferenceRunnerOptions, 'out' | 'path' | 'reconnectDelayMs' | 'version' | 'desktopBaseUrl'>;
 
@@ -26,7 +24,7 @@ export function defaultDataDir(): string {
   return path.join(tmpdir(), 'deskhand-runner');
 }
 
-export function registerRunnerCommand(program: Command, io: RunnerCommandIo = processIo()): Command {
+export function registerRunnerCommand(program: Command, io: RunnerCommandIo = jsonLinesIo()): Command {
   const port = process.env.PORT ?? '8080';
   return program
     .command('runner')
@@ -79,28 +77,10 @@ function projectVersion(): string {
   }
 }
 
-function processIo(): RunnerCommandIo {
-  return {
-    out: (line) => process.stdout.write(`${JSON.stringify(line)}\n`),
-    signals: process,
-  };
-}
-
 function parseToken(value: string): string {
   const token = value.trim();
   if (!token || token.length > 200 || /\s/.test(token)) throw new InvalidArgumentError('A runner token is one word, such as dhr_….');
   return token;
-}
-
-function parseBaseUrl(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError(`"${value}" is not a URL, such as http://localhost:8080.`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`"${value}" must start with http:// or https://.`);
-  return value;
 }
 
 function parseName(value: string): string {

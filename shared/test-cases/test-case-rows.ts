@@ -1,10 +1,7 @@
+import type { SimulatedCustomer } from '../evals/customer';
+
 /** The simulated customer (spec: Simulated customer): what plays the person at the computer in a try. */
-export interface Customer {
-  persona?: string;
-  facts?: Record<string, string | { secret: string }>;
-  clicks_admin_prompts?: boolean;
-  does_steps?: boolean;
-}
+export type Customer = SimulatedCustomer;
 
 export type Approvals = 'approve' | 'deny' | 'none';
 

@@ -1,5 +1,6 @@
 import type { AgentForTask } from '../agents/agents.service';
 import type { Disk } from '../machines/machine-rows';
+import type { SimulatedCustomer } from '../evals/customer';
 
 /** queued → running → completed | cancelled */
 export type TestRunStatus = 'queued' | 'running' | 'completed' | 'cancelled';
@@ -25,12 +26,7 @@ export interface TestRunRow {
 }
 
 /** A simulated customer (spec: Simulated customer). */
-export interface CustomerSpec {
-  persona?: string;
-  facts?: Record<string, string | { secret: string }>;
-  clicks_admin_prompts?: boolean;
-  does_steps?: boolean;
-}
+export type { SimulatedCustomer as CustomerSpec } from '../evals/customer';
 
 /** A case as the run fixed it when created: what every try of it does. */
 export interface CaseSnapshot {
@@ -44,7 +40,7 @@ export interface CaseSnapshot {
   setup_script: string | null;
   check_script: string | null;
   rubric: string | null;
-  customer: CustomerSpec | null;
+  customer: SimulatedCustomer | null;
   approvals: 'approve' | 'deny' | 'none';
   limits: { minutes: number; steps: number };
 }

@@ -2,24 +2,14 @@ import type { Knex } from '../db/knex';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import { LIVE_MACHINE_STATUSES } from '../machines/machine-rows';
 import type { RunCaseRow, TestRunRow, TryRow, TryStatus } from './test-run-rows';
+import type { TestCaseRow } from '../test-cases/test-case-rows';
 
 type Db = Knex | Knex.Transaction;
 
 const json = (value: unknown) => JSON.stringify(value) as never;
 
 /** A live case of the org, as the run reads it. */
-export interface CaseRow {
-  id: string;
-  key: string | null;
-  name: string;
-  prompt: string;
-  start_state: string;
-  setup_script: string | null;
-  success: { check_script?: string; rubric?: string };
-  customer: Record<string, unknown> | null;
-  operator: { approvals?: 'approve' | 'deny' | 'none' };
-  limits: { minutes?: number; steps?: number };
-}
+export type CaseRow = Pick<TestCaseRow, 'id' | 'key' | 'name' | 'prompt' | 'start_state' | 'setup_script' | 'success' | 'customer' | 'operator' | 'limits'>;
 
 export async function findLiveCases(db: Db, orgId: string, ids: string[]): Promise<CaseRow[]> {
   return db('test_cases').where({ org_id: orgId }).whereIn('id', ids).whereNull('deleted_at');
