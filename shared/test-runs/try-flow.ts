@@ -284,7 +284,10 @@ export class TryFlow {
   private async infrastructureFailed(trx: Knex.Transaction, at: TryAt, why: string, after: AfterCommit[]): Promise<void> {
     const { row } = at;
     if (row.task_id) after.push(() => this.deps.stopTask(row.task_id!, at.run.org_id, 'The machine was lost; the try runs again on another').catch(() => undefined));
-    if (row.machine_id) after.push(() => this.deps.machines.release(row.machine_id!, why));
+    if (row.machine_id) {
+      const released = await this.deps.machines.releaseIn(trx, row.machine_id);
+      after.push(() => released(why));
+    }
     if (row.infra_retries >= MAX_INFRA_RETRIES) {
       await this.end(trx, at, { status: 'error', error: `${why} (after ${MAX_INFRA_RETRIES} retries)` }, after, false);
       return;
@@ -299,7 +302,11 @@ export class TryFlow {
     const { row, run } = at;
     const started = row.started_at ?? new Date();
     await updateTry(trx, row.id, { ...outcome, phase: 'done', ended_at: trx.fn.now() as never, duration_ms: Date.now() - started.getTime() });
-    if (releaseMachine && row.machine_id) after.push(() => this.deps.machines.release(row.machine_id!, 'The try is over'));
+    // Its machine is let go in this transaction: the destroy goes out as soon as it commits.
+    if (releaseMachine && row.machine_id) {
+      const released = await this.deps.machines.releaseIn(trx, row.machine_id);
+      after.push(() => released('The try is over'));
+    }
     await completeIfDone(trx, run.id);
     after.push(() => this.scheduleSoon());
   }
