@@ -2,6 +2,8 @@ import type { RouteSpec } from './routing';
 import { ErrorSchema } from './schemas/common.schemas';
 import { LegacyErrorSchema } from './schemas/legacy.schemas';
 import { isLegacyPath, legacySecurity } from './legacy-paths';
+import { ComponentRegistry, type JsonSchema } from './openapi-components';
+import { exampleOf } from './openapi-examples';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid field (invalid_request).',
@@ -45,6 +47,10 @@ function stripForOpenApi(schema: unknown): unknown {
   return JSON.parse(JSON.stringify(schema), (key, value) => (key === '$id' ? undefined : value));
 }
 
+function sortedByName(schemas: Record<string, JsonSchema>): Record<string, JsonSchema> {
+  return Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
+}
+
 function parameters(route: RouteSpec): object[] {
   const out: object[] = [];
   for (const [where, schema] of [['path', route.params], ['query', route.query]] as const) {
@@ -64,15 +70,28 @@ function parameters(route: RouteSpec): object[] {
   return out;
 }
 
-/** The OpenAPI 3.1 document of every route, built from the same schemas that validate requests. */
+/** A JSON media type: the schema with its resources as `$ref`s, and an example composed from theirs. */
+function jsonContent(registry: ComponentRegistry, schema: unknown): Record<string, unknown> {
+  const referenced = registry.reference(schema);
+  const example = exampleOf(referenced, registry.schemas);
+  return { 'application/json': { schema: referenced, ...(example !== undefined ? { example } : {}) } };
+}
+
+/**
+ * The OpenAPI 3.1 document of every route, built from the same schemas that validate requests.
+ * Every schema titled in api/schemas/ is a named component, referenced where it is used.
+ */
 export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Record<string, unknown> {
+  const registry = new ComponentRegistry();
+  registry.register(ErrorSchema);
+  registry.register(LegacyErrorSchema);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const responses: Record<string, unknown> = {
       '200':
         'contentType' in route.response
           ? { description: route.response.description, content: { [route.response.contentType]: { schema: { type: 'string', format: 'binary' } } } }
-          : { description: 'OK', content: { 'application/json': { schema: stripForOpenApi(route.response) } } },
+          : { description: 'OK', content: jsonContent(registry, route.response) },
     };
     // The older session-token API authenticates in its handlers and answers errors in its own shape.
     const legacy = isLegacyPath(route.path);
@@ -109,7 +128,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       security: legacy ? legacySecurity(route.path) : route.auth === 'api_key' ? [{ apiKey: [] }] : [],
     };
     if (route.body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: stripForOpenApi(route.body) } } };
+      operation.requestBody = { required: true, content: jsonContent(registry, route.body) };
     }
     (paths[route.path] ??= {})[route.method] = operation;
   }
@@ -118,12 +137,12 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     info: {
       title: 'Deskhand API',
       version: '1.0.0',
-      description: 'Run AI agents on people\'s computers: agents, sessions, tasks, events, guardrails, webhooks and HTTP tools (evals are not built yet).',
+      description: 'Run AI agents on people\'s computers: agents, sessions, tasks, events, guardrails, webhooks and HTTP tools, runners and evals (start states, test cases, test sets, test runs and their tries). The reference page is at /docs.',
     },
     servers: [{ url: serverUrl }],
     paths,
     components: {
-      schemas: { Error: stripForOpenApi(ErrorSchema), LegacyError: stripForOpenApi(LegacyErrorSchema) },
+      schemas: sortedByName(registry.schemas),
       responses: {
         Unavailable: unavailableResponse('#/components/schemas/Error'),
         LegacyUnavailable: unavailableResponse('#/components/schemas/LegacyError'),

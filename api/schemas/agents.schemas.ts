@@ -257,10 +257,10 @@ const undoneVersions = Type.Array(Type.Integer(), {
 });
 
 /** The published agent (`object: agent`). */
-export const AgentSchema = Type.Object({ object: Type.Literal('agent'), ...agentFields });
+export const AgentSchema = Type.Object({ object: Type.Literal('agent'), ...agentFields }, { title: 'Agent' });
 
 /** The answer to publishing a draft: the agent, with what the publish undid. */
-export const PublishedAgentSchema = Type.Object({ object: Type.Literal('agent'), ...agentFields, undone_versions: undoneVersions });
+export const PublishedAgentSchema = Type.Object({ object: Type.Literal('agent'), ...agentFields, undone_versions: undoneVersions }, { title: 'PublishedAgent' });
 
 /** The draft (`object: agent_draft`). */
 export const AgentDraftSchema = Type.Object({
@@ -269,7 +269,7 @@ export const AgentDraftSchema = Type.Object({
   restored_from_version: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
     description: 'The version this draft was restored from, until it is published or discarded; null otherwise.',
   }),
-});
+}, { title: 'AgentDraft' });
 
 export const AgentVersionSchema = Type.Object({
   object: Type.Literal('agent_version'),
@@ -286,7 +286,7 @@ export const AgentVersionSchema = Type.Object({
   undone_versions: undoneVersions,
   created_at: DateTime,
   created_by: Actor,
-});
+}, { title: 'AgentVersion' });
 
 export const AgentIdParams = Type.Object({ agent_id: Type.String({ description: 'The agent id.' }) });
 export const VersionParams = Type.Object({
@@ -304,13 +304,13 @@ const fileFields = {
   updated_by: Actor,
 };
 
-export const AgentFileSchema = Type.Object({ object: Type.Literal('agent_file'), ...fileFields });
-export const AgentFileWithContentSchema = Type.Object({ object: Type.Literal('agent_file'), ...fileFields, content: Type.String() });
+export const AgentFileSchema = Type.Object({ object: Type.Literal('agent_file'), ...fileFields }, { title: 'AgentFile' });
+export const AgentFileWithContentSchema = Type.Object({ object: Type.Literal('agent_file'), ...fileFields, content: Type.String() }, { title: 'AgentFileWithContent' });
 export const WrittenAgentFileSchema = Type.Object({
   object: Type.Literal('agent_file'),
   ...fileFields,
   created: Type.Boolean({ description: 'True when the file was new, false when it replaced one.' }),
-});
+}, { title: 'WrittenAgentFile' });
 
 export const FilePathParams = Type.Object({
   agent_id: Type.String({ description: 'The agent id.' }),

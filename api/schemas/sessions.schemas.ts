@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { DateTime, Metadata, NullableDateTime } from './common.schemas';
+import { SESSION_EXAMPLE } from './examples';
 
 export const SessionCode = Type.String({ pattern: '^[A-Za-z0-9]{4}-[A-Za-z0-9]{4}$', description: 'The pairing code, e.g. K7QX-M2PD (the session id).' });
 
@@ -28,12 +29,12 @@ export const SessionSchema = Type.Object({
   }),
   task_count: Type.Integer(),
   latest_task_id: Type.Union([Type.String(), Type.Null()]),
-});
+}, { title: 'Session', examples: [SESSION_EXAMPLE] });
 
 export const CreatedSessionSchema = Type.Intersect([
   SessionSchema,
   Type.Object({ token: Type.String({ description: 'Session token for the older session-token API; shown only here.' }) }),
-]);
+], { title: 'CreatedSession' });
 
 export const CreateSessionBody = Type.Object(
   {

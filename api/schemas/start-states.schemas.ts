@@ -39,7 +39,7 @@ export const StartStateSchema = Type.Object({
   metadata: Metadata,
   created_at: DateTime,
   updated_at: DateTime,
-});
+}, { title: 'StartState' });
 
 const OpenMinutes = Type.Integer({ minimum: 1, maximum: 1440, description: 'How long the open machine stays open unless saved (default 60 minutes).' });
 

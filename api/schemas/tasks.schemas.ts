@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { DateTime, Metadata } from './common.schemas';
+import { TASK_EVENT_EXAMPLE, TASK_EXAMPLE } from './examples';
 
 const QuestionPending = Type.Object({
   type: Type.Literal('question'),
@@ -22,13 +23,24 @@ const ApprovalPending = Type.Object({
   expires_at: Type.Union([DateTime, Type.Null()], { description: 'When it is denied by timeout (approval_timeout_minutes); null: no timeout.' }),
 });
 
+/** Every event type the service writes (shared/tasks: `change.event(...)`; the last three end a task, shared/tasks/loop/ending.ts). */
+export const TASK_EVENT_TYPES = [
+  'started', 'thought', 'step', 'action', 'action_result', 'guardrail', 'question', 'answer', 'approval', 'decision',
+  'tool_call', 'tool_result', 'file', 'sleep', 'safety_check', 'secret_typed', 'completed', 'failed', 'stopped',
+] as const;
+
 export const TaskEventSchema = Type.Object({
   cursor: Type.Integer({ minimum: 1 }),
-  type: Type.String({ description: 'started, thought, step, action, action_result, guardrail, question, answer, approval, decision, tool_call, tool_result, file, sleep, safety_check, completed, failed, stopped.' }),
+  // Typed as a string: older rows and the legacy API carry the same events.
+  type: Type.Unsafe<string>({
+    type: 'string',
+    enum: [...TASK_EVENT_TYPES],
+    description: 'What happened; `message` says it in a sentence and `data` carries its details. completed, failed and stopped end the task.',
+  }),
   message: Type.String(),
   ts: DateTime,
   data: Type.Record(Type.String(), Type.Unknown()),
-});
+}, { title: 'TaskEvent', examples: [TASK_EVENT_EXAMPLE] });
 
 export const TaskSchema = Type.Object({
   object: Type.Literal('task'),
@@ -50,10 +62,10 @@ export const TaskSchema = Type.Object({
   updated_at: DateTime,
   active_seconds: Type.Integer({ minimum: 0 }),
   billed_minutes: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
-  replay_url: Type.String(),
+  replay_url: Type.String({ format: 'uri', description: 'The task in the console, to watch it again frame by frame: {BASE_URL}/console/tasks/{task_id} (signing in to the console is needed).' }),
   recording: Type.Object({ frames: Type.Integer({ minimum: 0 }) }),
   trace: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'With include=trace: diagnostics safe to share with support.' })),
-});
+}, { title: 'Task', examples: [TASK_EXAMPLE] });
 
 export const StartTaskBody = Type.Object(
   {

@@ -114,7 +114,7 @@ export const TestCaseSchema = Type.Object({
   metadata: Metadata,
   created_at: DateTime,
   updated_at: DateTime,
-});
+}, { title: 'TestCase' });
 
 export const BatchTestCasesAnswer = Type.Object({
   data: Type.Array(TestCaseSchema, { description: 'The cases, in the order sent.' }),

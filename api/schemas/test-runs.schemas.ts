@@ -39,7 +39,7 @@ export const TestRunSchema = Type.Object({
   created_at: DateTime,
   started_at: Nullable(DateTime),
   ended_at: Nullable(DateTime),
-});
+}, { title: 'TestRun' });
 
 export const TrySchema = Type.Object({
   object: Type.Literal('try'),
@@ -68,7 +68,7 @@ export const TrySchema = Type.Object({
   created_at: DateTime,
   started_at: Nullable(DateTime),
   ended_at: Nullable(DateTime),
-});
+}, { title: 'Try' });
 
 export const CreateTestRunBody = Type.Object(
   {
@@ -100,4 +100,4 @@ export const ComparisonSchema = Type.Object({
     }),
   ),
   totals: Type.Object({ regressed: Type.Integer(), improved: Type.Integer(), unchanged: Type.Integer(), flaky: Type.Integer() }),
-});
+}, { title: 'TestRunComparison' });

@@ -65,6 +65,6 @@ export const TestSetSchema = Type.Object({
   metadata: Metadata,
   created_at: DateTime,
   updated_at: DateTime,
-});
+}, { title: 'TestSet' });
 
 export const TestSetParams = Type.Object({ test_set_id: Type.String({ minLength: 1, maxLength: 100 }) });

@@ -20,7 +20,7 @@ export const WebhookSchema = Type.Object({
   secret: Type.Optional(
     Type.String({ description: 'The signing secret (`whsec_…`): only in the response that made or rotated it.' }),
   ),
-});
+}, { title: 'Webhook' });
 
 export const WebhookUpdateBody = Type.Object(
   {
@@ -65,7 +65,7 @@ export const WebhookDeliverySchema = Type.Object({
   created_at: DateTime,
   updated_at: DateTime,
   attempts: Type.Array(WebhookAttemptSchema, { description: 'Every attempt, oldest first.' }),
-});
+}, { title: 'WebhookDelivery' });
 
 export const DeliveriesQuery = Type.Object(
   {
@@ -84,4 +84,4 @@ export const ToolSecretSchema = Type.Object({
   secret: Type.String({ description: 'The secret tool calls are signed with (`whsec_…`), the same scheme as webhooks.' }),
   created_at: DateTime,
   rotated_at: NullableDateTime,
-});
+}, { title: 'ToolSecret' });
