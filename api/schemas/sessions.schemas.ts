@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { DateTime, Metadata, NullableDateTime } from './common.schemas';
 import { SESSION_EXAMPLE } from './examples';
 
-export const SessionCode = Type.String({ pattern: '^[A-Za-z0-9]{4}-[A-Za-z0-9]{4}$', description: 'The pairing code, e.g. K7QX-M2PD (the session id).' });
+export const SessionCode = Type.String({ pattern: '^[A-Za-z0-9]{4}-[A-Za-z0-9]{4}$', description: 'The pairing code, e.g. K7QX-M2PD (the session id).', examples: ['K7QX-M2PD'] });
 
 export const Device = Type.Object({
   os: Type.String({ description: 'mac or windows (others may follow).' }),
@@ -41,5 +41,5 @@ export const CreateSessionBody = Type.Object(
     agent_id: Type.Optional(Type.String({ pattern: '^[a-z0-9-]{2,40}$', description: 'Defaults to the org\'s default agent.' })),
     metadata: Type.Optional(Metadata),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ agent_id: 'support', metadata: { customer_id: 'cus_1042' } }] },
 );

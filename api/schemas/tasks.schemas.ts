@@ -55,7 +55,10 @@ export const TaskSchema = Type.Object({
   prompt: Type.String(),
   result: Type.Union([Type.String(), Type.Null()]),
   error: Type.Union([Type.String(), Type.Null()]),
-  pending: Type.Union([QuestionPending, ApprovalPending, Type.Null()]),
+  pending: Type.Union([QuestionPending, ApprovalPending, Type.Null()], {
+    title: 'TaskPending',
+    description: 'What the task waits for: a question to answer or an approval to decide (POST /v1/tasks/{task_id}/respond); null when it waits for nothing.',
+  }),
   cursor: Type.Integer({ minimum: 0 }),
   metadata: Metadata,
   created_at: DateTime,
@@ -75,7 +78,10 @@ export const StartTaskBody = Type.Object(
     request_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Retrying with the same value returns the same task.' })),
     metadata: Type.Optional(Metadata),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ prompt: 'Set up the office printer (HP LaserJet, 10.0.4.21) and print a test page.', request_id: 'ticket-1042-printer', metadata: { ticket: '1042' } }],
+  },
 );
 
 export const RespondBody = Type.Object(
@@ -86,5 +92,9 @@ export const RespondBody = Type.Object(
     decision: Type.Optional(Type.Union([Type.Literal('approve'), Type.Literal('deny')])),
     note: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Null()])),
   },
-  { additionalProperties: false, description: 'Either question_id with answer, or approval_id with decision and an optional note.' },
+  {
+    additionalProperties: false,
+    description: 'Either question_id with answer, or approval_id with decision and an optional note.',
+    examples: [{ question_id: 'q_8d2kf0s7', answer: 'HP LaserJet (office)' }],
+  },
 );
