@@ -38,6 +38,8 @@ export function allRoutes(container: Container): RouteSpec[] {
       path: '/openapi.json',
       operationId: 'openapi',
       summary: 'This API as an OpenAPI 3.1 document',
+      description:
+        'This document: every operation with its schemas, errors and examples, built from the same schemas that validate requests. Rendered for people at /docs. No authentication.',
       tag: 'Health',
       auth: 'none',
       response: Type.Object({ openapi: Type.String() }, { additionalProperties: true }),

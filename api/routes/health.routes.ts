@@ -24,6 +24,8 @@ export function healthRoutes(container: Container): RouteSpec[] {
       path: '/healthz',
       operationId: 'healthz',
       summary: 'The process is up',
+      description:
+        'Answers 200 `{"status":"ok"}` as long as the process serves HTTP; it checks nothing else (use /readyz for PostgreSQL and Redis). No authentication.',
       tag: 'Health',
       auth: 'none',
       response: Health,
@@ -35,6 +37,8 @@ export function healthRoutes(container: Container): RouteSpec[] {
       path: '/readyz',
       operationId: 'readyz',
       summary: 'PostgreSQL and Redis are reachable (503 when not)',
+      description:
+        'Checks that PostgreSQL and Redis answer within 2 seconds each: 200 `{"status":"ready","checks":{…}}`, or 503 server_error with code `not_ready` and `checks` naming the one that does not answer. For load balancers; no authentication.',
       tag: 'Health',
       auth: 'none',
       response: Health,

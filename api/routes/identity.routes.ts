@@ -17,6 +17,8 @@ export function identityRoutes(): RouteSpec[] {
       path: '/v1/me',
       operationId: 'getIdentity',
       summary: 'The org and API key this request acts as',
+      description:
+        'Which org and API key the request acts as (`org_id`, `key_id`, the key\'s name and prefix): the cheapest way to check that a key works. Any API key of the org may call it. 401 authentication when the key is missing, wrong or revoked.',
       tag: 'Authentication',
       auth: 'api_key',
       response: Identity,
