@@ -28,7 +28,7 @@ const OWN_503_TEXT: Record<string, string> = {
  * (`/readyz` reports their state as its own 503 `not_ready`). Every other operation reads
  * PostgreSQL (an API key, a session token, a row) or Redis, and may.
  */
-const WITHOUT_BACKING_SERVICES = new Set(['healthz', 'readyz', 'openapi']);
+const WITHOUT_BACKING_SERVICES = new Set(['healthz', 'readyz', 'openapi', 'index', 'docsPage', 'docsAsset']);
 
 const UNAVAILABLE_TEXT =
   'PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md).';
