@@ -222,7 +222,7 @@ export const DraftBody = Type.Object(configInputFields, {
 const configOutputFields = {
   name: Type.String(),
   instructions: Type.String(),
-  model: Type.Union([Type.String(), Type.Null()], { description: modelDescription }),
+  model: Type.Union([Type.String(), Type.Null()], { description: modelDescription, examples: [DEFAULT_MODEL] }),
   effort: Type.Union([Type.Unsafe<Effort>({ enum: [...EFFORTS] }), Type.Null()]),
   greeting: Type.String(),
   display_name: Type.String(),
