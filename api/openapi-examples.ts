@@ -59,6 +59,21 @@ const STRING_BY_FIELD: Record<string, string> = {
   object_type: 'agent',
   object_id: 'support',
   request_id: 'ticket-1042-printer',
+  question_id: 'q_8d2kf0s7w3k9m4x6c8vb',
+  approval_id: 'appr_4n8c2w7k1m9x3q5v6b0e',
+  answer: 'HP LaserJet (office)',
+  note: 'Fine, the driver is from HP.',
+  question: 'Which printer should be the default?',
+  what: 'Install the HP LaserJet driver (needs an administrator password).',
+  start_state: 'macos-15',
+  from: 'macos-15',
+  persona: 'An office manager in a hurry.',
+  rubric: 'The LaserJet is the default printer and a test page was printed.',
+  check_script: 'lpstat -d | grep -q LaserJet',
+  setup_script: 'reset-printers',
+  script: 'install-driver hp-laserjet',
+  instruction: 'Install the HP LaserJet driver from support.hp.com.',
+  result: 'Printed a test page on the HP LaserJet.',
 };
 
 /** An example value of `schema` (refs resolved through `components`), or undefined when none can be said. */

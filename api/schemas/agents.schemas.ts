@@ -206,17 +206,34 @@ export const CreateAgentBody = Type.Object(
     is_default: isDefaultInput,
     ...configInputFields,
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        agent_id: 'support',
+        name: 'IT support',
+        instructions: 'Help people set up their office devices. Ask before changing system settings.',
+        display_name: 'Acme Helper',
+        greeting: 'Hi! I will set up your printer; it takes a few minutes.',
+        guardrails: { mode: 'supervised', sites: { allow: ['acme.example.com', 'support.hp.com'] }, max_minutes: 30 },
+      },
+    ],
+  },
 );
 
 export const PatchAgentBody = Type.Object(
   { is_default: isDefaultInput, ...configInputFields },
-  { additionalProperties: false, description: 'Only sent fields change; the result is published as the next version.' },
+  {
+    additionalProperties: false,
+    description: 'Only sent fields change; the result is published as the next version.',
+    examples: [{ instructions: 'Help people set up their office devices. Never install software that is not on the approved list.', effort: 'medium' }],
+  },
 );
 
 export const DraftBody = Type.Object(configInputFields, {
   additionalProperties: false,
   description: 'Only sent fields change. is_default is not versioned: set it with PATCH /v1/agents/{agent_id}.',
+  examples: [{ greeting: 'Hello! Let us get your printer working.', guardrails: { approval_timeout_minutes: 10 } }],
 });
 
 const configOutputFields = {

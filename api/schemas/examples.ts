@@ -39,7 +39,7 @@ export const TASK_EXAMPLE = {
   error: null,
   pending: {
     type: 'question',
-    question_id: 'q_8d2kf0s7',
+    question_id: 'q_8d2kf0s7w3k9m4x6c8vb',
     question: 'Which printer should be the default?',
     options: ['HP LaserJet (office)', 'Keep the current default'],
     customer_can_answer: true,
@@ -59,7 +59,7 @@ export const TASK_EVENT_EXAMPLE = {
   type: 'question',
   message: 'Which printer should be the default?',
   ts: AT,
-  data: { question_id: 'q_8d2kf0s7', options: ['HP LaserJet (office)', 'Keep the current default'] },
+  data: { question_id: 'q_8d2kf0s7w3k9m4x6c8vb', options: ['HP LaserJet (office)', 'Keep the current default'] },
 };
 
 export const ERROR_EXAMPLE = {

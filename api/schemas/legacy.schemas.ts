@@ -38,6 +38,7 @@ export const LegacyWaitBody = Type.Object(
   {
     additionalProperties: false,
     description: 'Answering is optional: question_id with answer, or approval_id with decision (and note). The answer is given first, then the wait.',
+    examples: [{ id: 'task_3k9xq7m2pd8w4tz1vn5c', after: 12, timeout_ms: 25000, question_id: 'q_8d2kf0s7w3k9m4x6c8vb', answer: 'HP LaserJet (office)' }],
   },
 );
 

@@ -95,6 +95,6 @@ export const RespondBody = Type.Object(
   {
     additionalProperties: false,
     description: 'Either question_id with answer, or approval_id with decision and an optional note.',
-    examples: [{ question_id: 'q_8d2kf0s7', answer: 'HP LaserJet (office)' }],
+    examples: [{ question_id: 'q_8d2kf0s7w3k9m4x6c8vb', answer: 'HP LaserJet (office)' }],
   },
 );

@@ -79,7 +79,7 @@ export const CreateTestRunBody = Type.Object(
     repeat: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, description: 'Tries per case, over the set\'s and the cases\' own.' })),
     metadata: Type.Optional(Metadata),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ test_set_id: 'ts_6v3k9w2r8m1x5q7c4n2b', agent_id: 'support', agent_version: 'draft', repeat: 3 }] },
 );
 
 export const TestRunParams = Type.Object({ test_run_id: Type.String({ minLength: 1, maxLength: 100 }) });

@@ -36,7 +36,7 @@ export const WebhookUpdateBody = Type.Object(
       Type.Boolean({ description: 'true: replace the secret (URL and events stay); the old one stops at once. The new one is returned once.' }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ url: 'https://hooks.example.com/deskhand', events: ['task.waiting_for_user', 'task.waiting_for_approval', 'task.completed', 'task.failed'] }] },
 );
 
 export const WebhookAttemptSchema = Type.Object({
