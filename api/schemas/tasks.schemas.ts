@@ -30,43 +30,48 @@ export const TASK_EVENT_TYPES = [
 ] as const;
 
 export const TaskEventSchema = Type.Object({
-  cursor: Type.Integer({ minimum: 1 }),
+  cursor: Type.Integer({ minimum: 1, description: 'Its place in the task\'s event log: gapless, from 1.' }),
   // Typed as a string: older rows and the legacy API carry the same events.
   type: Type.Unsafe<string>({
     type: 'string',
     enum: [...TASK_EVENT_TYPES],
     description: 'What happened; `message` says it in a sentence and `data` carries its details. completed, failed and stopped end the task.',
   }),
-  message: Type.String(),
+  message: Type.String({ description: 'What happened, in a sentence for people.' }),
   ts: DateTime,
-  data: Type.Record(Type.String(), Type.Unknown()),
+  data: Type.Record(Type.String(), Type.Unknown(), { description: 'The details of the event, by type (the question and its options, the action, the decision, …).' }),
 }, { title: 'TaskEvent', examples: [TASK_EVENT_EXAMPLE] });
 
 export const TaskSchema = Type.Object({
   object: Type.Literal('task'),
-  task_id: Type.String(),
-  session_id: Type.String(),
-  agent_id: Type.String(),
+  task_id: Type.String({ description: '`task_<id>`' }),
+  session_id: Type.String({ description: 'The session (pairing code) whose computer runs it.' }),
+  agent_id: Type.String({ description: 'The agent that runs it.' }),
   agent_version: Type.Integer({ description: 'The published version the task runs; for a draft run, the version the draft is based on.' }),
   agent_draft: Type.Boolean({ description: 'True when the task runs the unpublished draft.' }),
-  request_id: Type.Union([Type.String(), Type.Null()]),
-  status: Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed'), Type.Literal('stopped')]),
-  done: Type.Boolean(),
-  prompt: Type.String(),
-  result: Type.Union([Type.String(), Type.Null()]),
-  error: Type.Union([Type.String(), Type.Null()]),
+  request_id: Type.Union([Type.String(), Type.Null()], { description: 'The request_id it was started with; null when none was sent.' }),
+  status: Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed'), Type.Literal('stopped')], {
+    description: 'queued before it starts, running while it works or waits (see pending); completed, failed and stopped are final.',
+  }),
+  done: Type.Boolean({ description: 'True once status is completed, failed or stopped: nothing more will happen.' }),
+  prompt: Type.String({ description: 'What the task was asked to do.' }),
+  result: Type.Union([Type.String(), Type.Null()], { description: 'The agent\'s summary when completed; null otherwise.' }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'Why it failed; null otherwise (a stopped task says why in its stopped event).' }),
   pending: Type.Union([QuestionPending, ApprovalPending, Type.Null()], {
     title: 'TaskPending',
     description: 'What the task waits for: a question to answer or an approval to decide (POST /v1/tasks/{task_id}/respond); null when it waits for nothing.',
   }),
-  cursor: Type.Integer({ minimum: 0 }),
+  cursor: Type.Integer({ minimum: 0, description: 'The cursor of its latest event (events are numbered from 1): GET /v1/tasks/{task_id}/events?after=cursor returns what comes next.' }),
   metadata: Metadata,
   created_at: DateTime,
   updated_at: DateTime,
-  active_seconds: Type.Integer({ minimum: 0 }),
-  billed_minutes: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+  active_seconds: Type.Integer({ minimum: 0, description: 'Seconds it has spent running (not queued), so far.' }),
+  billed_minutes: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'Its running time rounded up to whole minutes, once it has ended; null before.' }),
   replay_url: Type.String({ format: 'uri', description: 'The task in the console, to watch it again frame by frame: {BASE_URL}/console/tasks/{task_id} (signing in to the console is needed).' }),
-  recording: Type.Object({ frames: Type.Integer({ minimum: 0 }) }),
+  recording: Type.Object(
+    { frames: Type.Integer({ minimum: 0, description: 'Screens recorded so far; fetch each with GET /v1/tasks/{task_id}/recording/{seq}, seq from 1 to frames.' }) },
+    { description: 'The screens the computer sent while the task ran.' },
+  ),
   trace: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'With include=trace: diagnostics safe to share with support.' })),
 }, { title: 'Task', examples: [TASK_EXAMPLE] });
 
