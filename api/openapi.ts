@@ -4,6 +4,7 @@ import { LegacyErrorSchema } from './schemas/legacy.schemas';
 import { isLegacyPath, legacySecurity } from './legacy-paths';
 import { ComponentRegistry, type JsonSchema } from './openapi-components';
 import { exampleOf } from './openapi-examples';
+import { errorExample } from './openapi-error-examples';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid field (invalid_request).',
@@ -38,7 +39,7 @@ function unavailableResponse(errorSchema: string, ownText?: string): Record<stri
   return {
     description: ownText ? `${ownText} Or: ${UNAVAILABLE_TEXT}` : UNAVAILABLE_TEXT,
     headers: { 'Retry-After': { description: 'Seconds to wait before retrying (5).', schema: { type: 'integer', minimum: 1 } } },
-    content: { 'application/json': { schema: { $ref: errorSchema } } },
+    content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(503, errorSchema.endsWith('LegacyError')) } },
   };
 }
 
@@ -115,7 +116,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       }
       responses[String(status)] = {
         description: status === 503 ? own503 : STATUS_TEXT[status] ?? 'Error',
-        content: { 'application/json': { schema: { $ref: errorSchema } } },
+        content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(status, legacy) } },
       };
     }
     const operation: Record<string, unknown> = {
