@@ -3,7 +3,7 @@ import type { Container } from '../../shared/container';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { SessionCode } from '../schemas/sessions.schemas';
-import { RespondBody, StartTaskBody, TaskEventSchema, TaskSchema } from '../schemas/tasks.schemas';
+import { RespondBody, StartTaskBody, TaskEventPageSchema, TaskSchema } from '../schemas/tasks.schemas';
 
 const TaskPath = Type.Object({ task_id: Type.String({ pattern: '^task_[a-z0-9]{1,40}$' }) });
 
@@ -84,7 +84,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
         },
         { additionalProperties: false },
       ),
-      response: Type.Object({ data: Type.Array(TaskEventSchema), cursor: Type.Integer({ minimum: 0 }), task: TaskSchema }),
+      response: TaskEventPageSchema,
       errors: [404],
       handler: ({ auth, params, query, signal }) => followers.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0, signal),
     }),

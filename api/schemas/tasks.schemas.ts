@@ -75,6 +75,16 @@ export const TaskSchema = Type.Object({
   trace: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'With include=trace: diagnostics safe to share with support.' })),
 }, { title: 'Task', examples: [TASK_EXAMPLE] });
 
+/** What following a task answers: the events after `after`, the cursor to ask from next, and the task as it is now. */
+export const TaskEventPageSchema = Type.Object(
+  {
+    data: Type.Array(TaskEventSchema, { description: 'The events after `after`, oldest first; empty when none came within wait_ms.' }),
+    cursor: Type.Integer({ minimum: 0, description: 'The cursor of the last event in data (when none: `after`, or the task\'s cursor if `after` was past it): send it as `after` next time.' }),
+    task: TaskSchema,
+  },
+  { title: 'TaskEventPage', examples: [{ data: [TASK_EVENT_EXAMPLE], cursor: 14, task: TASK_EXAMPLE }] },
+);
+
 export const StartTaskBody = Type.Object(
   {
     prompt: Type.String({ minLength: 1, maxLength: 100_000, pattern: '\\S' }),

@@ -35,7 +35,7 @@ describe('GET /openapi.json: named schemas, descriptions and examples', () => {
 
   it('names each resource once in components.schemas', () => {
     const names = Object.keys(document.components.schemas);
-    for (const name of ['Task', 'TaskEvent', 'TaskPending', 'TaskList', 'Session', 'CreatedSession', 'Agent', 'AgentDraft', 'AgentVersion', 'Webhook', 'WebhookDelivery', 'ToolSecret', 'Runner', 'StartState', 'TestCase', 'TestSet', 'TestRun', 'Try', 'TestRunComparison', 'Error', 'LegacyError']) {
+    for (const name of ['Task', 'TaskEvent', 'TaskEventPage', 'TaskPending', 'TaskList', 'Session', 'CreatedSession', 'Agent', 'AgentDraft', 'AgentVersion', 'Webhook', 'WebhookDelivery', 'ToolSecret', 'Runner', 'StartState', 'TestCase', 'TestSet', 'TestRun', 'Try', 'TestRunComparison', 'Error', 'LegacyError']) {
       expect(names, name).to.include(name);
     }
     // The task's own fields are written once: nowhere else does a schema say object: task.
@@ -58,7 +58,8 @@ describe('GET /openapi.json: named schemas, descriptions and examples', () => {
     expect(json('/v1/tasks/{task_id}/respond', 'post')).to.deep.equal(task);
     expect(json('/v1/tasks/{task_id}/stop', 'post')).to.deep.equal(task);
     expect(json('/v1/tasks', 'get')).to.deep.equal({ $ref: '#/components/schemas/TaskList' });
-    expect(json('/v1/tasks/{task_id}/events', 'get').properties.task).to.deep.equal(task);
+    expect(json('/v1/tasks/{task_id}/events', 'get')).to.deep.equal({ $ref: '#/components/schemas/TaskEventPage' });
+    expect(document.components.schemas.TaskEventPage.properties.task).to.deep.equal(task);
     expect(document.components.schemas.TaskList.properties.data.items).to.deep.equal(task);
   });
 
