@@ -12,9 +12,9 @@ export const AuditEntrySchema = Type.Object({
   object_id: Type.String(),
   actor: Actor,
   data: Type.Record(Type.String(), Type.Unknown()),
-  request_id: Type.Union([Type.String(), Type.Null()]),
+  request_id: Type.Union([Type.String(), Type.Null()], { description: 'The X-Request-Id of the request that made the change; null when none was recorded (the service\'s own changes).' }),
   created_at: DateTime,
-});
+}, { title: 'AuditLogEntry' });
 
 export function auditRoutes(container: Container): RouteSpec[] {
   return [

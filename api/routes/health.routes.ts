@@ -3,7 +3,13 @@ import type { Container } from '../../shared/container';
 import { ApiError } from '../../shared/errors';
 import { defineRoute, type RouteSpec } from '../routing';
 
-const Health = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) });
+const Health = Type.Object(
+  {
+    status: Type.String({ description: 'ok (/healthz) or ready (/readyz).' }),
+    checks: Type.Optional(Type.Record(Type.String(), Type.String(), { description: '/readyz: postgres and redis, each ok or why it is unreachable.' })),
+  },
+  { title: 'Health', examples: [{ status: 'ready', checks: { postgres: 'ok', redis: 'ok' } }] },
+);
 
 async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

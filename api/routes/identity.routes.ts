@@ -7,7 +7,7 @@ const Identity = Type.Object({
   key_id: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
   prefix: Type.Union([Type.String(), Type.Null()]),
-});
+}, { title: 'ApiKeyIdentity' });
 
 /** `GET /v1/me`: which org and key a request acts as; integrators use it to check a key. */
 export function identityRoutes(): RouteSpec[] {
