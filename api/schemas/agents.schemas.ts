@@ -237,24 +237,24 @@ export const DraftBody = Type.Object(configInputFields, {
 });
 
 const configOutputFields = {
-  name: Type.String(),
-  instructions: Type.String(),
+  name: Type.String({ description: 'Its name, for the org\'s people.' }),
+  instructions: Type.String({ description: 'What the agent is told, under the service\'s own rules (which always win).' }),
   model: Type.Union([Type.String(), Type.Null()], { description: modelDescription, examples: [DEFAULT_MODEL] }),
   effort: Type.Union([Type.Unsafe<Effort>({ enum: [...EFFORTS] }), Type.Null()]),
-  greeting: Type.String(),
-  display_name: Type.String(),
-  narration: Type.Boolean(),
-  customer_answers: Type.Boolean(),
-  customer_approvals: Type.Boolean(),
+  greeting: Type.String({ description: 'Shown on the invite page.' }),
+  display_name: Type.String({ description: 'What the app calls the agent; empty: the service\'s own name.' }),
+  narration: Type.Boolean({ description: 'The app shows the agent\'s thoughts, steps and summary.' }),
+  customer_answers: Type.Boolean({ description: 'The person can answer questions in the app.' }),
+  customer_approvals: Type.Boolean({ description: 'The person can decide approval requests in the app.' }),
   guardrails: GuardrailsSchema,
   tools: AgentToolsSchema,
   invite_url_template: Type.String({ description: 'Contains {code}.' }),
 };
 
 const agentFields = {
-  agent_id: Type.String(),
+  agent_id: Type.String({ description: 'Chosen at creation: 2 to 40 lowercase letters, digits and dashes.' }),
   ...configOutputFields,
-  is_default: Type.Boolean(),
+  is_default: Type.Boolean({ description: 'True for the org\'s default agent (a session created without agent_id gets it).' }),
   version: Type.Integer({ minimum: 0, description: 'The published version (not the draft\'s).' }),
   has_draft: Type.Boolean({ description: 'True: unpublished changes exist.' }),
   created_by: Actor,
