@@ -15,7 +15,7 @@ export const WebhookSchema = Type.Object({
   object: Type.Literal('webhook'),
   url: Type.Union([Type.String(), Type.Null()], { description: 'Where events are POSTed; null: no endpoint.' }),
   events: Type.Array(WebhookEventType, { description: 'The event types sent; empty means every type.' }),
-  has_secret: Type.Boolean(),
+  has_secret: Type.Boolean({ description: 'True when deliveries are signed (the endpoint has a secret; it is shown only when made or rotated).' }),
   event_types: Type.Array(WebhookEventType, { description: 'Every type the events filter accepts.' }),
   secret: Type.Optional(
     Type.String({ description: 'The signing secret (`whsec_…`): only in the response that made or rotated it.' }),
