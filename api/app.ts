@@ -26,11 +26,12 @@ import { viewRoutes } from './routes/views.routes';
 import { testCaseRoutes } from './routes/test-cases.routes';
 import { testSetRoutes } from './routes/test-sets.routes';
 import { testRunRoutes } from './routes/test-runs.routes';
+import { docsRoutes } from './routes/docs.routes';
 import { isLegacyPath } from './legacy-paths';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...viewRoutes(container), ...legacyRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...viewRoutes(container), ...legacyRoutes(container), ...docsRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({
@@ -38,6 +39,8 @@ export function allRoutes(container: Container): RouteSpec[] {
       path: '/openapi.json',
       operationId: 'openapi',
       summary: 'This API as an OpenAPI 3.1 document',
+      description:
+        'This document: every operation with its schemas, errors and examples, built from the same schemas that validate requests. Rendered for people at /docs. No authentication.',
       tag: 'Health',
       auth: 'none',
       response: Type.Object({ openapi: Type.String() }, { additionalProperties: true }),

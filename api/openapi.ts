@@ -2,6 +2,9 @@ import type { RouteSpec } from './routing';
 import { ErrorSchema } from './schemas/common.schemas';
 import { LegacyErrorSchema } from './schemas/legacy.schemas';
 import { isLegacyPath, legacySecurity } from './legacy-paths';
+import { ComponentRegistry, type JsonSchema } from './openapi-components';
+import { exampleOf } from './openapi-examples';
+import { errorExample } from './openapi-error-examples';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid field (invalid_request).',
@@ -26,7 +29,7 @@ const OWN_503_TEXT: Record<string, string> = {
  * (`/readyz` reports their state as its own 503 `not_ready`). Every other operation reads
  * PostgreSQL (an API key, a session token, a row) or Redis, and may.
  */
-const WITHOUT_BACKING_SERVICES = new Set(['healthz', 'readyz', 'openapi']);
+const WITHOUT_BACKING_SERVICES = new Set(['healthz', 'readyz', 'openapi', 'index', 'docsPage', 'docsAsset']);
 
 const UNAVAILABLE_TEXT =
   'PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md).';
@@ -36,13 +39,17 @@ function unavailableResponse(errorSchema: string, ownText?: string): Record<stri
   return {
     description: ownText ? `${ownText} Or: ${UNAVAILABLE_TEXT}` : UNAVAILABLE_TEXT,
     headers: { 'Retry-After': { description: 'Seconds to wait before retrying (5).', schema: { type: 'integer', minimum: 1 } } },
-    content: { 'application/json': { schema: { $ref: errorSchema } } },
+    content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(503, errorSchema.endsWith('LegacyError')) } },
   };
 }
 
 function stripForOpenApi(schema: unknown): unknown {
   // TypeBox schemas are plain JSON Schema once serialised; `$id` would clash when reused inline.
   return JSON.parse(JSON.stringify(schema), (key, value) => (key === '$id' ? undefined : value));
+}
+
+function sortedByName(schemas: Record<string, JsonSchema>): Record<string, JsonSchema> {
+  return Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
 }
 
 function parameters(route: RouteSpec): object[] {
@@ -64,15 +71,28 @@ function parameters(route: RouteSpec): object[] {
   return out;
 }
 
-/** The OpenAPI 3.1 document of every route, built from the same schemas that validate requests. */
+/** A JSON media type: the schema with its resources as `$ref`s, and an example composed from theirs. */
+function jsonContent(registry: ComponentRegistry, schema: unknown): Record<string, unknown> {
+  const referenced = registry.reference(schema);
+  const example = exampleOf(referenced, registry.schemas);
+  return { 'application/json': { schema: referenced, ...(example !== undefined ? { example } : {}) } };
+}
+
+/**
+ * The OpenAPI 3.1 document of every route, built from the same schemas that validate requests.
+ * Every schema titled in api/schemas/ is a named component, referenced where it is used.
+ */
 export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Record<string, unknown> {
+  const registry = new ComponentRegistry();
+  registry.register(ErrorSchema);
+  registry.register(LegacyErrorSchema);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const responses: Record<string, unknown> = {
       '200':
         'contentType' in route.response
           ? { description: route.response.description, content: { [route.response.contentType]: { schema: { type: 'string', format: 'binary' } } } }
-          : { description: 'OK', content: { 'application/json': { schema: stripForOpenApi(route.response) } } },
+          : { description: 'OK', content: jsonContent(registry, route.response) },
     };
     // The older session-token API authenticates in its handlers and answers errors in its own shape.
     const legacy = isLegacyPath(route.path);
@@ -96,7 +116,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       }
       responses[String(status)] = {
         description: status === 503 ? own503 : STATUS_TEXT[status] ?? 'Error',
-        content: { 'application/json': { schema: { $ref: errorSchema } } },
+        content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(status, legacy) } },
       };
     }
     const operation: Record<string, unknown> = {
@@ -109,7 +129,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       security: legacy ? legacySecurity(route.path) : route.auth === 'api_key' ? [{ apiKey: [] }] : [],
     };
     if (route.body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: stripForOpenApi(route.body) } } };
+      operation.requestBody = { required: true, content: jsonContent(registry, route.body) };
     }
     (paths[route.path] ??= {})[route.method] = operation;
   }
@@ -118,12 +138,12 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     info: {
       title: 'Deskhand API',
       version: '1.0.0',
-      description: 'Run AI agents on people\'s computers: agents, sessions, tasks, events, guardrails, webhooks and HTTP tools (evals are not built yet).',
+      description: 'Run AI agents on people\'s computers: agents, sessions, tasks, events, guardrails, webhooks and HTTP tools, runners and evals (start states, test cases, test sets, test runs and their tries). The reference page is at /docs.',
     },
     servers: [{ url: serverUrl }],
     paths,
     components: {
-      schemas: { Error: stripForOpenApi(ErrorSchema), LegacyError: stripForOpenApi(LegacyErrorSchema) },
+      schemas: sortedByName(registry.schemas),
       responses: {
         Unavailable: unavailableResponse('#/components/schemas/Error'),
         LegacyUnavailable: unavailableResponse('#/components/schemas/LegacyError'),

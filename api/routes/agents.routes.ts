@@ -46,6 +46,8 @@ export function agentRoutes(container: Container): RouteSpec[] {
       path: '/v1/agents',
       operationId: 'listAgents',
       summary: 'Every agent of the org (published versions), newest first, in one page',
+      description:
+        'Every agent of the org as published (not their drafts), newest first, in one page: an org has few agents. Any API key of the org may call it.',
       tag: TAG,
       auth: 'api_key',
       response: ListOf(AgentSchema),
@@ -57,6 +59,8 @@ export function agentRoutes(container: Container): RouteSpec[] {
       path: '/v1/agents/{agent_id}',
       operationId: 'getAgent',
       summary: 'The published agent',
+      description:
+        'The agent as its tasks run it now: the published version, with has_draft saying whether unpublished changes wait. Any API key of the org may call it. 404 not_found when the org has no such agent.',
       tag: TAG,
       auth: 'api_key',
       params: AgentIdParams,
@@ -84,6 +88,8 @@ export function agentRoutes(container: Container): RouteSpec[] {
       path: '/v1/agents/{agent_id}/draft',
       operationId: 'getAgentDraft',
       summary: 'The agent as its draft would make it (the published version, has_draft false, when there is no draft)',
+      description:
+        'The agent as its draft would make it: what PATCH /v1/agents/{agent_id}/draft saved, over the version it is based on. Without a draft this is the published version with has_draft false. Any API key of the org may call it. 404 not_found when the org has no such agent.',
       tag: TAG,
       auth: 'api_key',
       params: AgentIdParams,
@@ -139,6 +145,8 @@ export function agentRoutes(container: Container): RouteSpec[] {
       path: '/v1/agents/{agent_id}/versions',
       operationId: 'listAgentVersions',
       summary: 'The agent\'s published versions, newest first',
+      description:
+        'Every published version of the agent, newest first, each with where it came from (created, patched or a published draft) and what it undid. Any API key of the org may call it. 404 not_found when the org has no such agent.',
       tag: TAG,
       auth: 'api_key',
       params: AgentIdParams,
@@ -153,6 +161,8 @@ export function agentRoutes(container: Container): RouteSpec[] {
       path: '/v1/agents/{agent_id}/versions/{version}',
       operationId: 'getAgentVersion',
       summary: 'One published version',
+      description:
+        'One published version of the agent, whole, as it was published (restore it with POST …/versions/{version}/restore). Any API key of the org may call it. 404 not_found when the org has no such agent or version.',
       tag: TAG,
       auth: 'api_key',
       params: VersionParams,
@@ -180,6 +190,8 @@ export function agentRoutes(container: Container): RouteSpec[] {
       path: '/v1/agents/{agent_id}/files',
       operationId: 'listAgentFiles',
       summary: 'The agent\'s files (without content), by path, in one page',
+      description:
+        'The agent\'s own files (its file store, which its tasks read and write) without their content, ordered by path, optionally only those under `folder`. Any API key of the org may call it. 404 not_found when the org has no such agent.',
       tag: FILES_TAG,
       auth: 'api_key',
       params: AgentIdParams,
@@ -197,6 +209,8 @@ export function agentRoutes(container: Container): RouteSpec[] {
       path: '/v1/agents/{agent_id}/files/{path}',
       operationId: 'getAgentFile',
       summary: 'One file with its content',
+      description:
+        'One file of the agent\'s file store with its whole content. Percent-encode each `/` of the path as %2F. Any API key of the org may call it. 404 not_found when the org has no such agent or file.',
       tag: FILES_TAG,
       auth: 'api_key',
       params: FilePathParams,

@@ -12,9 +12,9 @@ export const AuditEntrySchema = Type.Object({
   object_id: Type.String(),
   actor: Actor,
   data: Type.Record(Type.String(), Type.Unknown()),
-  request_id: Type.Union([Type.String(), Type.Null()]),
+  request_id: Type.Union([Type.String(), Type.Null()], { description: 'The X-Request-Id of the request that made the change; null when none was recorded (the service\'s own changes).' }),
   created_at: DateTime,
-});
+}, { title: 'AuditLogEntry' });
 
 export function auditRoutes(container: Container): RouteSpec[] {
   return [
@@ -23,6 +23,8 @@ export function auditRoutes(container: Container): RouteSpec[] {
       path: '/v1/audit_log',
       operationId: 'listAuditLog',
       summary: 'Every change made in the org, newest first',
+      description:
+        'Every change made in the org (agents, sessions, tasks, API keys, webhooks, …) with who made it and the request_id, newest first, a page at a time (`cursor`), filtered by object_type, object_id or action. Any API key of the org may call it. 400 invalid_request for a malformed filter or cursor.',
       tag: 'Audit log',
       auth: 'api_key',
       query: Type.Object(

@@ -3,7 +3,13 @@ import type { Container } from '../../shared/container';
 import { ApiError } from '../../shared/errors';
 import { defineRoute, type RouteSpec } from '../routing';
 
-const Health = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) });
+const Health = Type.Object(
+  {
+    status: Type.String({ description: 'ok (/healthz) or ready (/readyz).' }),
+    checks: Type.Optional(Type.Record(Type.String(), Type.String(), { description: '/readyz: postgres and redis, each ok or why it is unreachable.' })),
+  },
+  { title: 'Health', examples: [{ status: 'ready', checks: { postgres: 'ok', redis: 'ok' } }] },
+);
 
 async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -24,6 +30,8 @@ export function healthRoutes(container: Container): RouteSpec[] {
       path: '/healthz',
       operationId: 'healthz',
       summary: 'The process is up',
+      description:
+        'Answers 200 `{"status":"ok"}` as long as the process serves HTTP; it checks nothing else (use /readyz for PostgreSQL and Redis). No authentication.',
       tag: 'Health',
       auth: 'none',
       response: Health,
@@ -35,6 +43,8 @@ export function healthRoutes(container: Container): RouteSpec[] {
       path: '/readyz',
       operationId: 'readyz',
       summary: 'PostgreSQL and Redis are reachable (503 when not)',
+      description:
+        'Checks that PostgreSQL and Redis answer within 2 seconds each: 200 `{"status":"ready","checks":{…}}`, or 503 server_error with code `not_ready` and `checks` naming the one that does not answer. For load balancers; no authentication.',
       tag: 'Health',
       auth: 'none',
       response: Health,

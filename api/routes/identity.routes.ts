@@ -7,7 +7,7 @@ const Identity = Type.Object({
   key_id: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
   prefix: Type.Union([Type.String(), Type.Null()]),
-});
+}, { title: 'ApiKeyIdentity' });
 
 /** `GET /v1/me`: which org and key a request acts as; integrators use it to check a key. */
 export function identityRoutes(): RouteSpec[] {
@@ -17,6 +17,8 @@ export function identityRoutes(): RouteSpec[] {
       path: '/v1/me',
       operationId: 'getIdentity',
       summary: 'The org and API key this request acts as',
+      description:
+        'Which org and API key the request acts as (`org_id`, `key_id`, the key\'s name and prefix): the cheapest way to check that a key works. Any API key of the org may call it. 401 authentication when the key is missing, wrong or revoked.',
       tag: 'Authentication',
       auth: 'api_key',
       response: Identity,

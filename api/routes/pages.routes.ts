@@ -12,6 +12,8 @@ export function pageRoutes(container: Container): RouteSpec[] {
       path: '/invite/{code}',
       operationId: 'invitePage',
       summary: 'The invite page: the agent\'s greeting, its name, the pairing code and how to connect',
+      description:
+        'The HTML page the invite link opens for the person: the agent\'s display name and greeting, the pairing code, and how to install the app and connect. 404 (still HTML) when the code is unknown or has expired. No authentication: the code is the capability.',
       tag: 'Pages',
       auth: 'none',
       params: Type.Object({ code: Type.String({ minLength: 1, maxLength: 20 }) }),

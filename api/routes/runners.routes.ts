@@ -32,6 +32,8 @@ export function runnerRoutes(container: Container): RouteSpec[] {
       path: '/v1/runners',
       operationId: 'listRunners',
       summary: 'The org\'s runners and the cloud runners, newest first, in one page',
+      description:
+        'The runners that can run the org\'s machines: its own (scope org) and the service\'s (scope cloud), newest first, in one page, with their status, slots and images. Any API key of the org may call it.',
       tag: TAG,
       auth: 'api_key',
       response: ListOf(RunnerSchema),

@@ -30,6 +30,8 @@ export function sessionRoutes(container: Container): RouteSpec[] {
       path: '/v1/sessions',
       operationId: 'listSessions',
       summary: 'List sessions, newest first',
+      description:
+        'The org\'s sessions, newest first, a page at a time (`cursor`), optionally only those with a status or an agent. Any API key of the org may call it. 400 invalid_request for a malformed filter or cursor.',
       tag: 'Sessions',
       auth: 'api_key',
       query: Type.Object(
@@ -50,6 +52,8 @@ export function sessionRoutes(container: Container): RouteSpec[] {
       path: '/v1/sessions/{session_id}',
       operationId: 'getSession',
       summary: 'Get a session by its code',
+      description:
+        'One session by its pairing code (the session id): its status, the computer connected to it (device), and its latest task. Any API key of the org may call it. 404 not_found when the org has no such session.',
       tag: 'Sessions',
       auth: 'api_key',
       params: SessionPath,
@@ -75,6 +79,8 @@ export function sessionRoutes(container: Container): RouteSpec[] {
       path: '/v1/sessions/{session_id}/expire',
       operationId: 'expireSession',
       summary: 'End the session: its code and token stop working, a running task stops',
+      description:
+        'Ends the session: its pairing code and session token stop working, a running task stops, a connected computer is let go. An expired session is returned as it is. Any API key of the org may call it. 404 not_found when the org has no such session.',
       tag: 'Sessions',
       auth: 'api_key',
       params: SessionPath,

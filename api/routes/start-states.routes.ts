@@ -46,6 +46,8 @@ export function startStateRoutes(container: Container): RouteSpec[] {
       path: '/v1/start_states/{start_state_id}',
       operationId: 'getStartState',
       summary: 'One start state, or an image by its name',
+      description:
+        'One start state of the org, or an image by its name (such as `macos-15`), with its status and, while open, its live view. Any API key of the org may call it. 404 not_found when there is no such start state or image.',
       tag: TAG,
       auth: 'api_key',
       params: StartStateParams,

@@ -3,7 +3,7 @@ import type { Container } from '../../shared/container';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { SessionCode } from '../schemas/sessions.schemas';
-import { RespondBody, StartTaskBody, TaskEventSchema, TaskSchema } from '../schemas/tasks.schemas';
+import { RespondBody, StartTaskBody, TaskEventPageSchema, TaskSchema } from '../schemas/tasks.schemas';
 
 const TaskPath = Type.Object({ task_id: Type.String({ pattern: '^task_[a-z0-9]{1,40}$' }) });
 
@@ -31,6 +31,8 @@ export function taskRoutes(container: Container): RouteSpec[] {
       path: '/v1/tasks',
       operationId: 'listTasks',
       summary: 'List tasks, newest first',
+      description:
+        'The org\'s tasks, newest first, a page at a time (`cursor`), optionally only those of one session, one agent or one status. Any API key of the org may call it. 400 invalid_request for a malformed filter or cursor.',
       tag: 'Tasks',
       auth: 'api_key',
       query: Type.Object(
@@ -52,6 +54,8 @@ export function taskRoutes(container: Container): RouteSpec[] {
       path: '/v1/tasks/{task_id}',
       operationId: 'getTask',
       summary: 'Get a task; include=trace adds diagnostics safe to share with support',
+      description:
+        'One task as it is now: its status, what it waits for (`pending`), its result or error, its cursor (the last event\'s) and its recording. include=trace adds diagnostics that are safe to share with support. To follow a task as it runs, use GET /v1/tasks/{task_id}/events. Any API key of the org may call it. 404 not_found when the org has no such task.',
       tag: 'Tasks',
       auth: 'api_key',
       params: TaskPath,
@@ -80,7 +84,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
         },
         { additionalProperties: false },
       ),
-      response: Type.Object({ data: Type.Array(TaskEventSchema), cursor: Type.Integer({ minimum: 0 }), task: TaskSchema }),
+      response: TaskEventPageSchema,
       errors: [404],
       handler: ({ auth, params, query, signal }) => followers.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0, signal),
     }),
@@ -103,6 +107,8 @@ export function taskRoutes(container: Container): RouteSpec[] {
       path: '/v1/tasks/{task_id}/stop',
       operationId: 'stopTask',
       summary: 'Stop a task; an ended task is returned as it is',
+      description:
+        'Stops the task: it ends with status stopped (a stopped event) and the computer stops acting. A task that has already ended is returned as it is, so stopping twice is harmless. Any API key of the org may call it. 404 not_found when the org has no such task.',
       tag: 'Tasks',
       auth: 'api_key',
       params: TaskPath,
@@ -115,6 +121,8 @@ export function taskRoutes(container: Container): RouteSpec[] {
       path: '/v1/tasks/{task_id}/recording/{seq}',
       operationId: 'getRecordingFrame',
       summary: 'One recorded screen as PNG; frames are numbered from 1 to recording.frames',
+      description:
+        'One screen of the task\'s recording as a PNG, numbered from 1 to the task\'s recording.frames; cacheable for ever (a frame never changes). Any API key of the org may call it. 404 not_found when the org has no such task or the task has no such frame.',
       tag: 'Tasks',
       auth: 'api_key',
       params: Type.Object({ task_id: TaskPath.properties.task_id, seq: Type.Integer({ minimum: 1 }) }),

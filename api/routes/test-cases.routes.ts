@@ -48,6 +48,8 @@ export function testCaseRoutes(container: Container): RouteSpec[] {
       path: '/v1/test_cases/{test_case_id}',
       operationId: 'getTestCase',
       summary: 'One test case',
+      description:
+        'One test case of the org. Any API key of the org may call it. 404 not_found when the org has no such test case.',
       tag: TAG,
       auth: 'api_key',
       params: TestCaseParams,

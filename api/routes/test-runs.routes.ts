@@ -31,6 +31,8 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       path: '/v1/test_runs',
       operationId: 'listTestRuns',
       summary: 'The org\'s test runs, newest first',
+      description:
+        'The org\'s test runs, newest first, a page at a time (`cursor`), each with its summary. Any API key of the org may call it. 400 invalid_request for a malformed cursor.',
       tag: TAG,
       auth: 'api_key',
       query: Type.Object({ ...PageQuery, agent_id: Type.Optional(Type.String({ maxLength: 40 })), test_set_id: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }),
@@ -43,6 +45,8 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       path: '/v1/test_runs/{test_run_id}',
       operationId: 'getTestRun',
       summary: 'A test run with its summary: tries by status, pass rate, and per case pass@k, pass^k and flakiness',
+      description:
+        'One test run with its summary: its tries by status, the pass rate, and per case pass@k, pass^k and flakiness. Poll it until its status has ended, or follow the tries. Any API key of the org may call it. 404 not_found when the org has no such test run.',
       tag: TAG,
       auth: 'api_key',
       params: TestRunParams,
@@ -55,6 +59,8 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       path: '/v1/test_runs/{test_run_id}/tries',
       operationId: 'listTries',
       summary: 'A run\'s tries, newest first: each with its task (to replay), check, rubric verdicts, steps and time',
+      description:
+        'The run\'s tries, newest first, a page at a time: each with its task (follow or replay it like any task), its check script\'s result, its rubric verdicts, its steps and time. Any API key of the org may call it. 404 not_found when the org has no such test run.',
       tag: TAG,
       auth: 'api_key',
       params: TestRunParams,

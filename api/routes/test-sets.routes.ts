@@ -30,6 +30,8 @@ export function testSetRoutes(container: Container): RouteSpec[] {
       path: '/v1/test_sets',
       operationId: 'listTestSets',
       summary: 'The org\'s test sets, newest first',
+      description:
+        'The org\'s test sets, newest first, a page at a time (`cursor`). Any API key of the org may call it. 400 invalid_request for a malformed cursor.',
       tag: TAG,
       auth: 'api_key',
       query: Type.Object({ ...PageQuery }, { additionalProperties: false }),
@@ -42,6 +44,8 @@ export function testSetRoutes(container: Container): RouteSpec[] {
       path: '/v1/test_sets/{test_set_id}',
       operationId: 'getTestSet',
       summary: 'One test set, with its cases in order',
+      description:
+        'One test set with its cases in order, each with its repeat. Any API key of the org may call it. 404 not_found when the org has no such test set.',
       tag: TAG,
       auth: 'api_key',
       params: TestSetParams,

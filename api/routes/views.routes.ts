@@ -19,6 +19,8 @@ export function viewRoutes(container: Container): RouteSpec[] {
       path: '/view/{token}',
       operationId: 'machineViewPage',
       summary: 'The live view: the open machine\'s screen as it changes; click, type and press keys on it',
+      description:
+        'The HTML page of an open start state\'s machine: its screen as it changes, and clicks, typing and keys sent to it. No authentication: the token in the path (from the start state\'s `view`) is the capability. 404 once the view has ended.',
       tag: TAG,
       auth: 'none',
       params: ViewParams,

@@ -30,6 +30,8 @@ export function webhookRoutes(container: Container): RouteSpec[] {
       path: '/v1/webhook',
       operationId: 'getWebhook',
       summary: 'The webhook endpoint (never its secret)',
+      description:
+        'The org\'s webhook endpoint: its URL, the event types it receives and whether it has a secret (the secret itself is shown only by the PUT that made or rotated it). Any API key of the org may call it.',
       tag: TAG,
       auth: 'api_key',
       response: WebhookSchema,
@@ -41,6 +43,8 @@ export function webhookRoutes(container: Container): RouteSpec[] {
       path: '/v1/webhook/deliveries',
       operationId: 'listWebhookDeliveries',
       summary: 'Recent deliveries to the endpoint, newest first, each with its attempts',
+      description:
+        'Recent deliveries to the webhook endpoint, newest first, a page at a time, each with every attempt (status code, error, the start of the reply); filter by status, event_id or event_type. Any API key of the org may call it. 400 invalid_request for a malformed filter or cursor.',
       tag: TAG,
       auth: 'api_key',
       query: DeliveriesQuery,
@@ -58,6 +62,8 @@ export function webhookRoutes(container: Container): RouteSpec[] {
       path: '/v1/webhook/deliveries/{delivery_id}',
       operationId: 'getWebhookDelivery',
       summary: 'One delivery with its attempts',
+      description:
+        'One delivery with every attempt made, oldest first. Any API key of the org may call it. 404 not_found when the org has no such delivery.',
       tag: TAG,
       auth: 'api_key',
       params: DeliveryParams,

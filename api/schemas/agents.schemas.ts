@@ -206,38 +206,55 @@ export const CreateAgentBody = Type.Object(
     is_default: isDefaultInput,
     ...configInputFields,
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        agent_id: 'support',
+        name: 'IT support',
+        instructions: 'Help people set up their office devices. Ask before changing system settings.',
+        display_name: 'Acme Helper',
+        greeting: 'Hi! I will set up your printer; it takes a few minutes.',
+        guardrails: { mode: 'supervised', sites: { allow: ['acme.example.com', 'support.hp.com'] }, max_minutes: 30 },
+      },
+    ],
+  },
 );
 
 export const PatchAgentBody = Type.Object(
   { is_default: isDefaultInput, ...configInputFields },
-  { additionalProperties: false, description: 'Only sent fields change; the result is published as the next version.' },
+  {
+    additionalProperties: false,
+    description: 'Only sent fields change; the result is published as the next version.',
+    examples: [{ instructions: 'Help people set up their office devices. Never install software that is not on the approved list.', effort: 'medium' }],
+  },
 );
 
 export const DraftBody = Type.Object(configInputFields, {
   additionalProperties: false,
   description: 'Only sent fields change. is_default is not versioned: set it with PATCH /v1/agents/{agent_id}.',
+  examples: [{ greeting: 'Hello! Let us get your printer working.', guardrails: { approval_timeout_minutes: 10 } }],
 });
 
 const configOutputFields = {
-  name: Type.String(),
-  instructions: Type.String(),
-  model: Type.Union([Type.String(), Type.Null()], { description: modelDescription }),
+  name: Type.String({ description: 'Its name, for the org\'s people.' }),
+  instructions: Type.String({ description: 'What the agent is told, under the service\'s own rules (which always win).' }),
+  model: Type.Union([Type.String(), Type.Null()], { description: modelDescription, examples: [DEFAULT_MODEL] }),
   effort: Type.Union([Type.Unsafe<Effort>({ enum: [...EFFORTS] }), Type.Null()]),
-  greeting: Type.String(),
-  display_name: Type.String(),
-  narration: Type.Boolean(),
-  customer_answers: Type.Boolean(),
-  customer_approvals: Type.Boolean(),
+  greeting: Type.String({ description: 'Shown on the invite page.' }),
+  display_name: Type.String({ description: 'What the app calls the agent; empty: the service\'s own name.' }),
+  narration: Type.Boolean({ description: 'The app shows the agent\'s thoughts, steps and summary.' }),
+  customer_answers: Type.Boolean({ description: 'The person can answer questions in the app.' }),
+  customer_approvals: Type.Boolean({ description: 'The person can decide approval requests in the app.' }),
   guardrails: GuardrailsSchema,
   tools: AgentToolsSchema,
   invite_url_template: Type.String({ description: 'Contains {code}.' }),
 };
 
 const agentFields = {
-  agent_id: Type.String(),
+  agent_id: Type.String({ description: 'Chosen at creation: 2 to 40 lowercase letters, digits and dashes.' }),
   ...configOutputFields,
-  is_default: Type.Boolean(),
+  is_default: Type.Boolean({ description: 'True for the org\'s default agent (a session created without agent_id gets it).' }),
   version: Type.Integer({ minimum: 0, description: 'The published version (not the draft\'s).' }),
   has_draft: Type.Boolean({ description: 'True: unpublished changes exist.' }),
   created_by: Actor,
@@ -257,10 +274,10 @@ const undoneVersions = Type.Array(Type.Integer(), {
 });
 
 /** The published agent (`object: agent`). */
-export const AgentSchema = Type.Object({ object: Type.Literal('agent'), ...agentFields });
+export const AgentSchema = Type.Object({ object: Type.Literal('agent'), ...agentFields }, { title: 'Agent' });
 
 /** The answer to publishing a draft: the agent, with what the publish undid. */
-export const PublishedAgentSchema = Type.Object({ object: Type.Literal('agent'), ...agentFields, undone_versions: undoneVersions });
+export const PublishedAgentSchema = Type.Object({ object: Type.Literal('agent'), ...agentFields, undone_versions: undoneVersions }, { title: 'PublishedAgent' });
 
 /** The draft (`object: agent_draft`). */
 export const AgentDraftSchema = Type.Object({
@@ -269,7 +286,7 @@ export const AgentDraftSchema = Type.Object({
   restored_from_version: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
     description: 'The version this draft was restored from, until it is published or discarded; null otherwise.',
   }),
-});
+}, { title: 'AgentDraft' });
 
 export const AgentVersionSchema = Type.Object({
   object: Type.Literal('agent_version'),
@@ -286,7 +303,7 @@ export const AgentVersionSchema = Type.Object({
   undone_versions: undoneVersions,
   created_at: DateTime,
   created_by: Actor,
-});
+}, { title: 'AgentVersion' });
 
 export const AgentIdParams = Type.Object({ agent_id: Type.String({ description: 'The agent id.' }) });
 export const VersionParams = Type.Object({
@@ -304,13 +321,13 @@ const fileFields = {
   updated_by: Actor,
 };
 
-export const AgentFileSchema = Type.Object({ object: Type.Literal('agent_file'), ...fileFields });
-export const AgentFileWithContentSchema = Type.Object({ object: Type.Literal('agent_file'), ...fileFields, content: Type.String() });
+export const AgentFileSchema = Type.Object({ object: Type.Literal('agent_file'), ...fileFields }, { title: 'AgentFile' });
+export const AgentFileWithContentSchema = Type.Object({ object: Type.Literal('agent_file'), ...fileFields, content: Type.String() }, { title: 'AgentFileWithContent' });
 export const WrittenAgentFileSchema = Type.Object({
   object: Type.Literal('agent_file'),
   ...fileFields,
   created: Type.Boolean({ description: 'True when the file was new, false when it replaced one.' }),
-});
+}, { title: 'WrittenAgentFile' });
 
 export const FilePathParams = Type.Object({
   agent_id: Type.String({ description: 'The agent id.' }),

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { ERROR_EXAMPLE } from './examples';
 
 /** Schemas every part of the API shares. */
 
@@ -22,7 +23,7 @@ export const ErrorSchema = Type.Object(
       { additionalProperties: true },
     ),
   },
-  { $id: 'Error', title: 'Error' },
+  { $id: 'Error', title: 'Error', examples: [ERROR_EXAMPLE] },
 );
 
 /** The caller's own string values: ≤50 keys, keys ≤40 characters, values ≤500 characters. */
@@ -52,11 +53,19 @@ export const PageQuery = {
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'next_cursor of the previous page.' })),
 };
 
-/** The list envelope `{ data, has_more, next_cursor }`. */
+/**
+ * The list envelope `{ data, has_more, next_cursor }`. A list of a named resource is named too
+ * (`TaskList`), so that it is one component in /openapi.json.
+ */
 export function ListOf<T extends TSchema>(item: T) {
-  return Type.Object({
-    data: Type.Array(item),
-    has_more: Type.Boolean(),
-    next_cursor: Type.Union([Type.String(), Type.Null()]),
-  });
+  const title = typeof item.title === 'string' ? `${item.title}List` : undefined;
+  const example = Array.isArray(item.examples) && item.examples.length > 0 ? { data: [item.examples[0]], has_more: false, next_cursor: null } : undefined;
+  return Type.Object(
+    {
+      data: Type.Array(item),
+      has_more: Type.Boolean({ description: 'True when another page follows: ask again with cursor=next_cursor.' }),
+      next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'The cursor of the next page; null on the last.' }),
+    },
+    { ...(title ? { title } : {}), ...(example ? { examples: [example] } : {}) },
+  );
 }

@@ -20,7 +20,7 @@ const Code = Type.Optional(
     description: 'With an org API key: the session (pairing code) to act on. With a session token: leave it out (or send the token\'s own).',
   }),
 );
-const TaskId = Type.String({ pattern: '^task_[a-z0-9]{1,40}$', description: 'The task id (task_…).' });
+const TaskId = Type.String({ pattern: '^task_[a-z0-9]{1,40}$', description: 'The task id (task_…).', examples: ['task_3k9xq7m2pd8w4tz1vn5c'] });
 
 export const LegacyStartBody = Type.Object(
   { prompt: StartTaskBody.properties.prompt, request_id: StartTaskBody.properties.request_id, code: Code },
@@ -38,6 +38,7 @@ export const LegacyWaitBody = Type.Object(
   {
     additionalProperties: false,
     description: 'Answering is optional: question_id with answer, or approval_id with decision (and note). The answer is given first, then the wait.',
+    examples: [{ id: 'task_3k9xq7m2pd8w4tz1vn5c', after: 12, timeout_ms: 25000, question_id: 'q_8d2kf0s7w3k9m4x6c8vb', answer: 'HP LaserJet (office)' }],
   },
 );
 
@@ -67,7 +68,7 @@ export const LegacyTaskSchema = Type.Object({
   approval: Type.Optional(Type.Omit(ApprovalPending, ['type'], { description: 'The open approval, when the task waits for one.' })),
   result: Type.Optional(Type.String({ description: 'Summary, when completed.' })),
   error: Type.Optional(Type.String({ description: 'Reason, when failed.' })),
-});
+}, { title: 'LegacyTask' });
 
 export const LegacyTraceSchema = Type.Intersect([LegacyTaskSchema, Type.Object({ trace: Type.Record(Type.String(), Type.Unknown()) })]);
 

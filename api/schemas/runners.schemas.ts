@@ -21,12 +21,12 @@ export const RunnerSchema = Type.Object({
   version: Type.Union([Type.String(), Type.Null()], { description: 'As the runner reports it; null until it first connects.' }),
   last_seen_at: Type.Union([DateTime, Type.Null()], { description: 'Its last hello or heartbeat; null until it first connects.' }),
   created_at: DateTime,
-});
+}, { title: 'Runner' });
 
 export const CreatedRunnerSchema = Type.Intersect([
   RunnerSchema,
   Type.Object({ token: Type.String({ description: 'The runner\'s token (`dhr_…`); shown only here. Start the runner with it.' }) }),
-]);
+], { title: 'CreatedRunner' });
 
 export const CreateRunnerBody = Type.Object(
   {

@@ -39,7 +39,7 @@ export const StartStateSchema = Type.Object({
   metadata: Metadata,
   created_at: DateTime,
   updated_at: DateTime,
-});
+}, { title: 'StartState' });
 
 const OpenMinutes = Type.Integer({ minimum: 1, maximum: 1440, description: 'How long the open machine stays open unless saved (default 60 minutes).' });
 
@@ -57,7 +57,10 @@ export const CreateStartStateBody = Type.Object(
     metadata: Type.Optional(Metadata),
     open_minutes: Type.Optional(OpenMinutes),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ name: 'Mac with the printer driver', from: 'macos-15', method: 'script', script: 'install-driver hp-laserjet', description: 'macOS 15 with the HP driver installed.' }],
+  },
 );
 
 export const UpdateStartStateBody = Type.Object(

@@ -91,7 +91,27 @@ export const BatchTestCasesBody = Type.Object(
     cases: Type.Array(TestCaseInput, { minItems: 1, maxItems: BATCH_MAX_CASES }),
     test_set_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Also appends the batch\'s cases not already in it to this test set, in order.' })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        cases: [
+          {
+            key: 'printer-setup',
+            name: 'Set up the office printer',
+            prompt: 'Set up the office printer (HP LaserJet, 10.0.4.21) and print a test page.',
+            start_state: 'macos-15',
+            success: { check_script: 'lpstat -d | grep -q LaserJet', rubric: 'The LaserJet is the default printer and a test page was printed.' },
+            customer: { persona: 'An office manager in a hurry.', facts: { admin_password: { secret: 'correct-horse' } }, clicks_admin_prompts: true },
+            limits: { minutes: 15, steps: 60 },
+            category: 'devices',
+            tags: ['printer', 'smoke'],
+          },
+        ],
+        test_set_id: 'ts_6v3k9w2r8m1x5q7c4n2b',
+      },
+    ],
+  },
 );
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -114,7 +134,7 @@ export const TestCaseSchema = Type.Object({
   metadata: Metadata,
   created_at: DateTime,
   updated_at: DateTime,
-});
+}, { title: 'TestCase' });
 
 export const BatchTestCasesAnswer = Type.Object({
   data: Type.Array(TestCaseSchema, { description: 'The cases, in the order sent.' }),

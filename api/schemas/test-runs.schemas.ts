@@ -39,7 +39,7 @@ export const TestRunSchema = Type.Object({
   created_at: DateTime,
   started_at: Nullable(DateTime),
   ended_at: Nullable(DateTime),
-});
+}, { title: 'TestRun' });
 
 export const TrySchema = Type.Object({
   object: Type.Literal('try'),
@@ -68,7 +68,7 @@ export const TrySchema = Type.Object({
   created_at: DateTime,
   started_at: Nullable(DateTime),
   ended_at: Nullable(DateTime),
-});
+}, { title: 'Try' });
 
 export const CreateTestRunBody = Type.Object(
   {
@@ -79,7 +79,7 @@ export const CreateTestRunBody = Type.Object(
     repeat: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, description: 'Tries per case, over the set\'s and the cases\' own.' })),
     metadata: Type.Optional(Metadata),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ test_set_id: 'ts_6v3k9w2r8m1x5q7c4n2b', agent_id: 'support', agent_version: 'draft', repeat: 3 }] },
 );
 
 export const TestRunParams = Type.Object({ test_run_id: Type.String({ minLength: 1, maxLength: 100 }) });
@@ -100,4 +100,4 @@ export const ComparisonSchema = Type.Object({
     }),
   ),
   totals: Type.Object({ regressed: Type.Integer(), improved: Type.Integer(), unchanged: Type.Integer(), flaky: Type.Integer() }),
-});
+}, { title: 'TestRunComparison' });

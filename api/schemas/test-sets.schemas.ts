@@ -32,7 +32,17 @@ export const CreateTestSetBody = Type.Object(
     cases: Type.Optional(SetFields.cases),
     metadata: Type.Optional(SetFields.metadata),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        name: 'Printers',
+        description: 'Everything about office printers.',
+        repeat: 3,
+        cases: [{ test_case_id: 'tc_2j8f5n1q7w3k9m4x6c8v' }, { test_case_id: 'tc_9w3k7m1x5q2c8n4v6b0e', repeat: 5 }],
+      },
+    ],
+  },
 );
 
 export const UpdateTestSetBody = Type.Object(
@@ -65,6 +75,6 @@ export const TestSetSchema = Type.Object({
   metadata: Metadata,
   created_at: DateTime,
   updated_at: DateTime,
-});
+}, { title: 'TestSet' });
 
 export const TestSetParams = Type.Object({ test_set_id: Type.String({ minLength: 1, maxLength: 100 }) });

@@ -15,12 +15,12 @@ export const WebhookSchema = Type.Object({
   object: Type.Literal('webhook'),
   url: Type.Union([Type.String(), Type.Null()], { description: 'Where events are POSTed; null: no endpoint.' }),
   events: Type.Array(WebhookEventType, { description: 'The event types sent; empty means every type.' }),
-  has_secret: Type.Boolean(),
+  has_secret: Type.Boolean({ description: 'True when deliveries are signed (the endpoint has a secret; it is shown only when made or rotated).' }),
   event_types: Type.Array(WebhookEventType, { description: 'Every type the events filter accepts.' }),
   secret: Type.Optional(
     Type.String({ description: 'The signing secret (`whsec_…`): only in the response that made or rotated it.' }),
   ),
-});
+}, { title: 'Webhook' });
 
 export const WebhookUpdateBody = Type.Object(
   {
@@ -36,7 +36,7 @@ export const WebhookUpdateBody = Type.Object(
       Type.Boolean({ description: 'true: replace the secret (URL and events stay); the old one stops at once. The new one is returned once.' }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ url: 'https://hooks.example.com/deskhand', events: ['task.waiting_for_user', 'task.waiting_for_approval', 'task.completed', 'task.failed'] }] },
 );
 
 export const WebhookAttemptSchema = Type.Object({
@@ -65,7 +65,7 @@ export const WebhookDeliverySchema = Type.Object({
   created_at: DateTime,
   updated_at: DateTime,
   attempts: Type.Array(WebhookAttemptSchema, { description: 'Every attempt, oldest first.' }),
-});
+}, { title: 'WebhookDelivery' });
 
 export const DeliveriesQuery = Type.Object(
   {
@@ -84,4 +84,4 @@ export const ToolSecretSchema = Type.Object({
   secret: Type.String({ description: 'The secret tool calls are signed with (`whsec_…`), the same scheme as webhooks.' }),
   created_at: DateTime,
   rotated_at: NullableDateTime,
-});
+}, { title: 'ToolSecret' });

@@ -34,8 +34,8 @@ describe('error bodies of the real service', () => {
       const response = await service.api(key, 'GET', path);
       expect(response.status, path).to.equal(200);
     }
-    // A known path with another method, a path beyond a route, an unknown first segment, /v1 alone.
-    for (const [method, path] of [['POST', '/v1/me'], ['GET', '/v1/me/more'], ['GET', '/v1/meme'], ['GET', '/v1'], ['GET', '/'], ['GET', '/nowhere/v1/me']] as const) {
+    // A known path with another method, a path beyond a route, an unknown first segment, /v1 alone (GET / answers where the docs are).
+    for (const [method, path] of [['POST', '/v1/me'], ['GET', '/v1/me/more'], ['GET', '/v1/meme'], ['GET', '/v1'], ['DELETE', '/'], ['GET', '/nowhere/v1/me']] as const) {
       const response = await service.api(key, method, path);
       expect(response.status, `${method} ${path}`).to.equal(404);
       expect(response.body.error.type).to.equal('not_found');
