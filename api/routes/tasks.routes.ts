@@ -3,6 +3,7 @@ import type { Container } from '../../shared/container';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { SessionCode } from '../schemas/sessions.schemas';
+import { idempotencyKey } from '../../shared/tasks/idempotency';
 import { RespondBody, StartTaskBody, TaskEventSchema, TaskSchema } from '../schemas/tasks.schemas';
 
 const TaskPath = Type.Object({ task_id: Type.String({ pattern: '^task_[a-z0-9]{1,40}$' }) });
@@ -24,7 +25,8 @@ export function taskRoutes(container: Container): RouteSpec[] {
       body: StartTaskBody,
       response: TaskSchema,
       errors: [404, 409, 503],
-      handler: async ({ auth, params, body, requestId }) => tasks.start(auth, params.session_id.toUpperCase(), body, requestId),
+      handler: async ({ auth, params, body, requestId, ctx }) =>
+        tasks.start(auth, params.session_id.toUpperCase(), { ...body, request_id: idempotencyKey(body.request_id, ctx.get('idempotency-key') || undefined) }, requestId),
     }),
     defineRoute({
       method: 'get',
