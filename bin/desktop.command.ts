@@ -6,7 +6,7 @@ import { DesktopClient, type DesktopClientEnd, type DesktopClientOptions } from 
 import { MAX_SCREEN, MIN_SCREEN } from '../shared/simulator/simulated-computer';
 
 /**
- * `deskhand desktop --code CODE [options]`: the reference desktop client of spec/simulator.md.
+ * `deskhand desktop --code CODE [options]`: the reference desktop client (docs/simulator.md).
  * It serves a simulated computer to the service until the team releases it or it is stopped
  * (SIGINT/SIGTERM disconnect it cleanly), printing one JSON line per protocol event.
  */

@@ -7,7 +7,7 @@ import { BASE_URL_HELP, defaultBaseUrl, jsonLinesIo, parseBaseUrl, type JsonLine
 import { ReferenceRunner, type ReferenceRunnerOptions, type RunnerEnd } from '../shared/simulator/runner/reference-runner';
 
 /**
- * `deskhand runner --token TOKEN [options]`: the reference runner of spec/evals.md, a simulated
+ * `deskhand runner --token TOKEN [options]`: the reference runner (docs/reference-runner.md), a simulated
  * hypervisor whose machines are simulated computers with a disk. It serves the service until it
  * is stopped (SIGINT/SIGTERM: it destroys its machines and disconnects, exit 0) or its token is
  * refused (stderr, exit 1), printing one JSON line per event.

@@ -149,7 +149,7 @@ export const MODEL_CATALOG: readonly ModelCatalogEntry[] = ACTIVE_CATALOG.entrie
 /** The six accepted model ids, in the spec's order (A1…A3, B1, B2, C1). */
 export const MODEL_IDS: readonly string[] = Object.freeze(MODEL_CATALOG.map((m) => m.id));
 
-/** The model a null `model` selects: `<MODEL_B2>`, the second model of the second vendor. */
+/** The model a null `model` selects: slot B2 of the catalog, the second model of the second vendor (`gpt-5.4` in the shipped catalog). */
 export const DEFAULT_MODEL: string = MODEL_CATALOG.find((m) => m.slot === 'B2')!.id;
 
 export function isModelId(value: unknown): value is string {

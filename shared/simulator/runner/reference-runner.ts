@@ -8,7 +8,7 @@ import { SimulatedHypervisor } from './simulated-hypervisor';
 import { unreachableMessage } from '../desktop-client';
 
 /**
- * The reference runner (`npx deskhand runner`, spec/evals.md): it connects out to the service's
+ * The reference runner (`npx deskhand runner`, docs/reference-runner.md): it connects out to the service's
  * `/runners` namespace, says hello with what it has, heartbeats, and carries out the service's
  * commands on its simulated hypervisor, each once however often it is sent (docs/runners.md).
  * Every event becomes one JSON line, as the desktop client's do.
