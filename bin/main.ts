@@ -58,6 +58,8 @@ export function buildProgram(): Command {
   const program = new Command('deskhand')
     .description('Deskhand: run AI agents on people\'s computers')
     .version(projectVersion(), '-V, --version', 'print the version')
+    // Only before a command: `evals run --version N` is that command's own option.
+    .enablePositionalOptions()
     .showHelpAfterError();
 
   program
