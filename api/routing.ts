@@ -10,6 +10,7 @@ import type { AuthContext } from '../shared/api-keys/api-keys.service';
 import type { Logger } from '../shared/logger';
 import type { RequestState } from './middleware/request-state';
 import { HUNG_UP, hangUpSignal } from './hang-ups';
+import { closestName, formatHint } from './schema-error-hints';
 
 /**
  * Every HTTP route is declared once as a `RouteSpec`: its schemas validate requests, feed the
@@ -147,14 +148,25 @@ function fieldName(where: string, error: ErrorObject): string {
   return joined ? `${where} parameter ${joined}` : `${where} parameters`;
 }
 
-/** One clear sentence from the first schema error, naming the field. */
-export function describeSchemaError(where: 'body' | 'query' | 'path', error: ErrorObject): string {
+/**
+ * One clear sentence from the first schema error, naming the field and what it expects. `all`
+ * (the validator's whole list) lets a union of literals name every allowed value, not only the
+ * first branch's.
+ */
+export function describeSchemaError(where: 'body' | 'query' | 'path', error: ErrorObject, all: readonly ErrorObject[] = [error]): string {
   const field = fieldName(where, error);
   const params = error.params as Record<string, unknown>;
   if (error.propertyName !== undefined && error.keyword !== 'propertyNames') {
     // An error about a key itself (metadata keys), not about its value.
     const inner = describeSchemaError('body', { ...error, propertyName: undefined, instancePath: '' });
     return `${field} key "${error.propertyName}" ${inner.replace(/^body /, '')}`;
+  }
+  const literals = unionLiterals(error, all);
+  if (literals) return `${field} must be ${literals}`;
+  if (error.keyword === 'required') {
+    // A misspelt field is why a required one is missing: name it rather than the one it stands for.
+    const unknown = unknownFieldOf(error);
+    if (unknown) return unknownFieldMessage(field, unknown, error.parentSchema);
   }
   switch (error.keyword) {
     case 'required': {
@@ -163,7 +175,7 @@ export function describeSchemaError(where: 'body' | 'query' | 'path', error: Err
       return where === 'body' ? `${name} is required` : `${where} parameter ${name} is required`;
     }
     case 'additionalProperties':
-      return `${field} has an unknown field "${String(params.additionalProperty)}"`;
+      return unknownFieldMessage(field, String(params.additionalProperty), error.parentSchema);
     case 'type':
       return `${field} must be ${params.type === 'integer' ? 'an integer' : `of type ${String(params.type)}`}`;
     case 'enum':
@@ -189,11 +201,44 @@ export function describeSchemaError(where: 'body' | 'query' | 'path', error: Err
     case 'minimum':
       return `${field} must be at least ${String(params.limit)}`;
     case 'pattern':
-    case 'format':
-      return `${field} is malformed${error.parentSchema && (error.parentSchema as { description?: string }).description ? ` (${(error.parentSchema as { description: string }).description})` : ''}`;
+    case 'format': {
+      // Never the schema's description: it is written for the reference, not as an expected format.
+      const hint = formatHint(error.parentSchema);
+      return hint ? `${field} must be ${hint}` : `${field} is malformed`;
+    }
     default:
       return `${field} ${error.message ?? 'is invalid'}`;
   }
+}
+
+/** `"approve" or "deny"` when the failing value sits under a union of literals (TypeBox's `Union([Literal…])`), else null. */
+function unionLiterals(first: ErrorObject, all: readonly ErrorObject[]): string | null {
+  const union = all.find((e) => e.keyword === 'anyOf' && e.instancePath === first.instancePath);
+  if (!union || !Array.isArray(union.schema)) return null;
+  const values: unknown[] = [];
+  for (const branch of union.schema as Array<Record<string, unknown>>) {
+    if ('const' in branch) values.push(branch.const);
+    else if (Array.isArray(branch.enum)) values.push(...branch.enum);
+    else if (branch.type === 'null') values.push(null);
+    else return null;
+  }
+  const words = values.map((v) => JSON.stringify(v));
+  return words.length === 1 ? words[0]! : `${words.slice(0, -1).join(', ')} or ${words[words.length - 1]}`;
+}
+
+/** The first key of the object a `required` error is about that its schema does not allow, or null. */
+function unknownFieldOf(error: ErrorObject): string | null {
+  const schema = error.parentSchema as { properties?: Record<string, unknown>; additionalProperties?: unknown } | undefined;
+  if (!schema?.properties || schema.additionalProperties !== false) return null;
+  if (typeof error.data !== 'object' || error.data === null) return null;
+  return Object.keys(error.data).find((key) => !(key in schema.properties!)) ?? null;
+}
+
+/** `body has an unknown field "promt"; did you mean "prompt"?` */
+function unknownFieldMessage(field: string, unknown: string, parentSchema: unknown): string {
+  const known = Object.keys((parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+  const suggestion = closestName(unknown, known);
+  return `${field} has an unknown field "${unknown}"${suggestion ? `; did you mean "${suggestion}"?` : ''}`;
 }
 
 function compile(ajv: Ajv, schema: TSchema | undefined): ValidateFunction | null {
@@ -202,7 +247,7 @@ function compile(ajv: Ajv, schema: TSchema | undefined): ValidateFunction | null
 
 function check(validate: ValidateFunction | null, value: unknown, where: 'body' | 'query' | 'path'): void {
   if (!validate) return;
-  if (!validate(value)) throw invalidRequest(describeSchemaError(where, validate.errors![0]!));
+  if (!validate(value)) throw invalidRequest(describeSchemaError(where, validate.errors![0]!, validate.errors!));
   const at = unstorableValueAt(value);
   if (at === null) return;
   if (at.endsWith('#number')) throw invalidRequest(`${fieldName(where, { instancePath: at.slice(0, -'#number'.length) } as ErrorObject)} must be a finite number`);

@@ -1,12 +1,12 @@
 import { hostname } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { jsonLinesIo, parseBaseUrl, type JsonLinesIo } from './cli-options';
+import { BASE_URL_HELP, defaultBaseUrl, jsonLinesIo, parseBaseUrl, type JsonLinesIo } from './cli-options';
 import { isAppVersion } from '../shared/simulator/capabilities';
 import { DesktopClient, type DesktopClientEnd, type DesktopClientOptions } from '../shared/simulator/desktop-client';
 import { MAX_SCREEN, MIN_SCREEN } from '../shared/simulator/simulated-computer';
 
 /**
- * `deskhand desktop --code CODE [options]`: the reference desktop client of spec/simulator.md.
+ * `deskhand desktop --code CODE [options]`: the reference desktop client (docs/simulator.md).
  * It serves a simulated computer to the service until the team releases it or it is stopped
  * (SIGINT/SIGTERM disconnect it cleanly), printing one JSON line per protocol event.
  */
@@ -24,12 +24,11 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
  * exit (through commander, so `exitOverride` applies); so is a pairing code the service refuses.
  */
 export function registerDesktopCommand(program: Command, io: DesktopCommandIo = jsonLinesIo()): Command {
-  const port = process.env.PORT ?? '8080';
   return program
     .command('desktop')
     .description('Serve a simulated computer to the service with a pairing code (the reference desktop client).')
     .requiredOption('--code <code>', 'pairing code, e.g. ABCD-EFGH', parseCode)
-    .option('--base-url <url>', 'the service', parseBaseUrl, `http://localhost:${port}`)
+    .option('--base-url <url>', BASE_URL_HELP, parseBaseUrl, defaultBaseUrl())
     .addOption(new Option('--os <os>', 'which system to pretend to be').choices(['mac', 'windows']).default('mac'))
     .option('--app-version <version>', 'reported app version (X.Y.Z); before 1.0.20 no element info and no page addresses', parseVersion, '1.0.20')
     .option('--name <name>', 'reported device name', parseName, hostname())
@@ -43,7 +42,7 @@ export function registerDesktopCommand(program: Command, io: DesktopCommandIo = 
     .option('--stop-after <n>', "the person presses Stop after the task's Nth action", parseCount('--stop-after', 1))
     .option('--delay-ms <n>', 'how long the person takes before answering or deciding', parseCount('--delay-ms', 0), 200)
     .action(async (options: DesktopCommandOptions, command: Command) => {
-      // The default base URL comes from $PORT, which commander does not run through the parser.
+      // The default base URL comes from the environment, which commander does not run through the parser.
       try {
         parseBaseUrl(options.baseUrl);
       } catch (error) {
@@ -58,7 +57,7 @@ export function registerDesktopCommand(program: Command, io: DesktopCommandIo = 
 
 /** Runs the client until it is released, refused or stopped by a signal. */
 async function runDesktopClient(options: DesktopCommandOptions, io: DesktopCommandIo): Promise<DesktopClientEnd> {
-  const client = new DesktopClient({ ...options, out: (line) => io.out(line) });
+  const client = new DesktopClient({ ...options, out: (line) => io.out(line), onUnreachable: (message) => io.warn?.(message) });
   const stop = (): void => void client.close();
   for (const signal of STOP_SIGNALS) io.signals.once(signal, stop);
   try {

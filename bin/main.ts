@@ -7,6 +7,9 @@ import { startDeskhand } from './start';
 import { registerDesktopCommand } from './desktop.command';
 import { registerRunnerCommand } from './runner.command';
 import { registerEvalsCommand } from './evals.command';
+import { registerTasksCommand } from './tasks.command';
+import { projectVersion } from './project-version';
+import { startupLines } from './startup-lines';
 
 /** Prints one JSON object on stdout, the CLI's machine-readable answer. */
 function printJson(value: unknown): void {
@@ -52,7 +55,12 @@ async function printDevelopmentKeyOnce(container: ReturnType<typeof createContai
 }
 
 export function buildProgram(): Command {
-  const program = new Command('deskhand').description('Deskhand: run AI agents on people\'s computers').showHelpAfterError();
+  const program = new Command('deskhand')
+    .description('Deskhand: run AI agents on people\'s computers')
+    .version(projectVersion(), '-V, --version', 'print the version')
+    // Only before a command: `evals run --version N` is that command's own option.
+    .enablePositionalOptions()
+    .showHelpAfterError();
 
   program
     .command('migrate')
@@ -80,6 +88,7 @@ export function buildProgram(): Command {
       process.once('SIGTERM', () => shutdown('SIGTERM'));
       process.once('SIGINT', () => shutdown('SIGINT'));
       if (config.allowPrivateUrls) running.container.logger.warn('DESKHAND_ALLOW_PRIVATE_URLS=1: webhook and tool URLs may be plain http and private addresses');
+      process.stdout.write(startupLines(config, types, running.web?.port ?? null));
       if (types.includes('web')) await printDevelopmentKeyOnce(running.container);
     });
 
@@ -95,6 +104,13 @@ export function buildProgram(): Command {
       });
     });
 
+  orgs
+    .command('list')
+    .description('list every org, oldest first; prints a JSON array')
+    .action(async () => {
+      await withContainer(async (container) => printJson(await container.orgs.list()));
+    });
+
   const keys = program.command('keys').description('API keys');
   keys
     .command('create')
@@ -106,6 +122,16 @@ export function buildProgram(): Command {
         if (!(await container.orgs.exists(options.org))) throw new Error(`no org ${options.org}`);
         const { apiKey, secret } = await container.db.transaction((trx) => container.apiKeys.create(trx, options.org, options.name, null));
         printJson({ ...apiKey, api_key: secret });
+      });
+    });
+  keys
+    .command('list')
+    .description("list an org's API keys (revoked ones too; never their secrets); prints a JSON array")
+    .requiredOption('--org <org_id>', 'the org')
+    .action(async (options: { org: string }) => {
+      await withContainer(async (container) => {
+        if (!(await container.orgs.exists(options.org))) throw new Error(`no org ${options.org}`);
+        printJson(await container.apiKeys.list(options.org));
       });
     });
   keys
@@ -141,6 +167,7 @@ export function buildProgram(): Command {
   registerDesktopCommand(program);
   registerRunnerCommand(program);
   registerEvalsCommand(program);
+  registerTasksCommand(program);
 
   return program;
 }

@@ -2,11 +2,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
-import { jsonLinesIo, parseBaseUrl, type JsonLinesIo } from './cli-options';
+import { projectVersion } from './project-version';
+import { BASE_URL_HELP, defaultBaseUrl, jsonLinesIo, parseBaseUrl, type JsonLinesIo } from './cli-options';
 import { ReferenceRunner, type ReferenceRunnerOptions, type RunnerEnd } from '../shared/simulator/runner/reference-runner';
 
 /**
- * `deskhand runner --token TOKEN [options]`: the reference runner of spec/evals.md, a simulated
+ * `deskhand runner --token TOKEN [options]`: the reference runner (docs/reference-runner.md), a simulated
  * hypervisor whose machines are simulated computers with a disk. It serves the service until it
  * is stopped (SIGINT/SIGTERM: it destroys its machines and disconnects, exit 0) or its token is
  * refused (stderr, exit 1), printing one JSON line per event.
@@ -25,12 +26,11 @@ export function defaultDataDir(): string {
 }
 
 export function registerRunnerCommand(program: Command, io: RunnerCommandIo = jsonLinesIo()): Command {
-  const port = process.env.PORT ?? '8080';
   return program
     .command('runner')
     .description('Serve a simulated hypervisor to the service with a runner token (the reference runner).')
     .requiredOption('--token <token>', 'the runner token (dhr_…)', parseToken)
-    .option('--base-url <url>', 'the service', parseBaseUrl, `http://localhost:${port}`)
+    .option('--base-url <url>', BASE_URL_HELP, parseBaseUrl, defaultBaseUrl())
     .option('--name <name>', 'reported name', parseName, hostname())
     .option('--slots <n>', 'machines at once', parseCount('--slots', 0, 10_000), 2)
     .option('--labels <a,b>', 'reported labels', parseList('--labels', 50, 100), [])
@@ -52,7 +52,7 @@ export function registerRunnerCommand(program: Command, io: RunnerCommandIo = js
 }
 
 async function runRunner(options: RunnerCommandOptions, io: RunnerCommandIo): Promise<RunnerEnd> {
-  const runner = new ReferenceRunner({ ...options, version: projectVersion(), out: (line) => io.out(line) });
+  const runner = new ReferenceRunner({ ...options, version: projectVersion(), out: (line) => io.out(line), onUnreachable: (message) => io.warn?.(message) });
   const stop = (): void => void runner.stop();
   for (const signal of STOP_SIGNALS) io.signals.once(signal, stop);
   try {
@@ -60,20 +60,6 @@ async function runRunner(options: RunnerCommandOptions, io: RunnerCommandIo): Pr
     return await runner.finished;
   } finally {
     for (const signal of STOP_SIGNALS) io.signals.off(signal, stop);
-  }
-}
-
-/**
- * The project's version from its package.json, found by walking up from this file: the same
- * from the sources (bin/) and from the compiled build (dist/bin/).
- */
-function projectVersion(): string {
-  let folder = __dirname;
-  while (!existsSync(path.join(folder, 'package.json')) && path.dirname(folder) !== folder) folder = path.dirname(folder);
-  try {
-    return (JSON.parse(readFileSync(path.join(folder, 'package.json'), 'utf8')) as { version?: string }).version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
   }
 }
 

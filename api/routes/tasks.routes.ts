@@ -3,6 +3,7 @@ import type { Container } from '../../shared/container';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { SessionCode } from '../schemas/sessions.schemas';
+import { idempotencyKey } from '../../shared/tasks/idempotency';
 import { RespondBody, StartTaskBody, TaskEventPageSchema, TaskSchema } from '../schemas/tasks.schemas';
 
 const TaskPath = Type.Object({ task_id: Type.String({ pattern: '^task_[a-z0-9]{1,40}$' }) });
@@ -17,14 +18,15 @@ export function taskRoutes(container: Container): RouteSpec[] {
       operationId: 'startTask',
       summary: 'Start a task on a connected session',
       description:
-        '409 when no computer is connected, or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent\'s model cannot run here. The same `request_id` returns the same task.',
+        '409 when no computer is connected, or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent\'s model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task\'s `task_id`), and on another session 409 `request_id_in_use`.',
       tag: 'Tasks',
       auth: 'api_key',
       params: Type.Object({ session_id: SessionCode }),
       body: StartTaskBody,
       response: TaskSchema,
       errors: [404, 409, 503],
-      handler: async ({ auth, params, body, requestId }) => tasks.start(auth, params.session_id.toUpperCase(), body, requestId),
+      handler: async ({ auth, params, body, requestId, ctx }) =>
+        tasks.start(auth, params.session_id.toUpperCase(), { ...body, request_id: idempotencyKey(body.request_id, ctx.get('idempotency-key') || undefined) }, requestId),
     }),
     defineRoute({
       method: 'get',

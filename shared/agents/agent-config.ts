@@ -138,6 +138,8 @@ export function effectiveModel(config: AgentConfig): string {
 export interface ApplyOptions {
   /** `DESKHAND_ALLOW_PRIVATE_URLS=1` (development): tool URLs may be http and private. */
   allowPrivateUrls: boolean;
+  /** Added to a refused tool URL's message (shared/http/private-url-hint.ts). */
+  urlRefusalHint?: (url: string) => string;
 }
 
 /**
@@ -267,7 +269,7 @@ function httpTools(tools: NonNullable<NonNullable<AgentConfigChanges['tools']>['
     const description = text(tool.description, `${at}.description`, 1, AGENT_LIMITS.httpToolDescriptionChars);
     const url = text(tool.url, `${at}.url`, 1, AGENT_LIMITS.httpToolUrlChars);
     const check = checkUrlShape(url, { allowPrivate: options.allowPrivateUrls });
-    if (!check.ok) throw invalidRequest(`${at}.url is refused: ${check.reason}`);
+    if (!check.ok) throw invalidRequest(`${at}.url is refused: ${check.reason}${options.urlRefusalHint?.(url) ?? ''}`);
     const approval = tool.approval ?? 'never';
     if (!(HTTP_TOOL_APPROVALS as readonly string[]).includes(approval)) {
       throw invalidRequest(`${at}.approval must be one of: ${HTTP_TOOL_APPROVALS.join(', ')}`);

@@ -7,6 +7,7 @@ import { conflict, invalidRequest, notFound } from '../errors';
 import { decodeCursor, encodeCursor, PG_INTEGER_MAX, type Page, type PageRequest } from '../pagination';
 import type { Guardrails } from '../guardrails/guardrails.types';
 import { checkUrlForRegistration, type HostResolver } from '../http/address-policy';
+import { privateUrlHint } from '../http/private-url-hint';
 import {
   AGENT_LIMITS,
   applyChanges,
@@ -524,12 +525,12 @@ export class AgentService {
       ),
     );
     checks.forEach((check, i) => {
-      if (check && !check.ok) throw invalidRequest(`tools.http[${i}].url is refused: ${check.reason}`);
+      if (check && !check.ok) throw invalidRequest(`tools.http[${i}].url is refused: ${check.reason}${privateUrlHint(tools[i]!.url, this.deps.config.env, this.deps.config.allowPrivateUrls)}`);
     });
   }
 
   private applyOptions() {
-    return { allowPrivateUrls: this.deps.config.allowPrivateUrls };
+    return { allowPrivateUrls: this.deps.config.allowPrivateUrls, urlRefusalHint: (url: string) => privateUrlHint(url, this.deps.config.env, this.deps.config.allowPrivateUrls) };
   }
 
   private configFields(config: AgentConfig): ConfigFields {

@@ -23,6 +23,11 @@ export async function findApiKey(db: Knex | Knex.Transaction, id: string): Promi
   return db<ApiKeyRow>('api_keys').where({ id }).first();
 }
 
+/** An org's keys, oldest first (revoked ones too: the CLI's `keys list` shows what exists). */
+export async function listApiKeys(db: Knex, orgId: string): Promise<ApiKeyRow[]> {
+  return db<ApiKeyRow>('api_keys').where({ org_id: orgId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+}
+
 /** Marks a key revoked; returns the row, or undefined when it does not exist. */
 export async function revokeApiKey(db: Knex | Knex.Transaction, id: string): Promise<ApiKeyRow | undefined> {
   const [row] = await db<ApiKeyRow>('api_keys')

@@ -7,7 +7,7 @@ import { recordAudit } from '../audit/audit.repository';
 import { newId } from '../ids';
 import { notFound, unauthenticated } from '../errors';
 import { displayPrefix, generateApiKey, hashSecret, isWellFormedApiKey, RUNNER_TOKEN_PREFIX, SESSION_TOKEN_PREFIX } from './key-format';
-import { findApiKey, findApiKeyByHash, insertApiKey, revokeApiKey, touchApiKey } from './api-keys.repository';
+import { findApiKey, findApiKeyByHash, insertApiKey, listApiKeys, revokeApiKey, touchApiKey, type ApiKeyRow } from './api-keys.repository';
 
 /** Who a `/v1` request acts for. */
 export interface AuthContext {
@@ -74,16 +74,12 @@ export class ApiKeyService {
     });
     this.forget(row.hash);
     await this.deps.notifier.publish(REVOKED_CHANNEL, row.hash);
-    return {
-      object: 'api_key',
-      key_id: row.id,
-      org_id: row.org_id,
-      name: row.name,
-      prefix: row.prefix,
-      created_at: row.created_at.toISOString(),
-      last_used_at: row.last_used_at?.toISOString() ?? null,
-      revoked_at: row.revoked_at?.toISOString() ?? null,
-    };
+    return toApiKeyObject(row);
+  }
+
+  /** An org's keys, revoked ones included, without their secrets (for the CLI's `keys list`). */
+  async list(orgId: string): Promise<ApiKeyObject[]> {
+    return (await listApiKeys(this.deps.db, orgId)).map(toApiKeyObject);
   }
 
   /** Starts listening for revocations made by other processes. */
@@ -139,4 +135,17 @@ export class ApiKeyService {
     touchApiKey(this.deps.db, row.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not touch api key'));
     return auth;
   }
+}
+
+function toApiKeyObject(row: ApiKeyRow): ApiKeyObject {
+  return {
+    object: 'api_key',
+    key_id: row.id,
+    org_id: row.org_id,
+    name: row.name,
+    prefix: row.prefix,
+    created_at: row.created_at.toISOString(),
+    last_used_at: row.last_used_at?.toISOString() ?? null,
+    revoked_at: row.revoked_at?.toISOString() ?? null,
+  };
 }

@@ -149,7 +149,7 @@ export const MODEL_CATALOG: readonly ModelCatalogEntry[] = ACTIVE_CATALOG.entrie
 /** The six accepted model ids, in the spec's order (A1…A3, B1, B2, C1). */
 export const MODEL_IDS: readonly string[] = Object.freeze(MODEL_CATALOG.map((m) => m.id));
 
-/** The model a null `model` selects: `<MODEL_B2>`, the second model of the second vendor. */
+/** The model a null `model` selects: slot B2 of the catalog, the second model of the second vendor (`gpt-5.4` in the shipped catalog). */
 export const DEFAULT_MODEL: string = MODEL_CATALOG.find((m) => m.slot === 'B2')!.id;
 
 export function isModelId(value: unknown): value is string {
@@ -198,6 +198,9 @@ export interface ModelRegistry {
   unavailableReason(modelId: string | null): string | null;
 }
 
+/** The variable that gives each vendor's key, named in the hint of a model that cannot run. */
+const VENDOR_KEY_VARIABLES: Readonly<Record<ModelVendor, string>> = Object.freeze({ anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY', gemini: 'GEMINI_API_KEY' });
+
 /**
  * Builds the registry from the service's config. Backends hold no per-task state, so one
  * instance of each serves every task.
@@ -236,7 +239,9 @@ export function createModelRegistry(config: ModelRegistryConfig, fetchImpl?: Fet
     }
     const vendor = vendorOf(resolved, catalog);
     if (vendor === null) return `The model ${id} is not one of this server's models (${catalog.entries.map((m) => m.id).join(', ')})`;
-    if (!scripted && !vendors[vendor]) return `The model ${resolved} cannot run on this server: no API key is configured for ${vendor}`;
+    if (!scripted && !vendors[vendor]) {
+      return `The model ${resolved} cannot run on this server: no API key is configured for ${vendor}; set ${VENDOR_KEY_VARIABLES[vendor]} (or run with DESKHAND_SCRIPTED_MODELS=1 for the scripted model)`;
+    }
     return null;
   };
   return Object.freeze({ resolve, backendFor, isAvailable: (modelId: string | null) => backendFor(modelId) !== null, unavailableReason });

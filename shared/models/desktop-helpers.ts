@@ -15,7 +15,7 @@ export function desktopOs(os: string): DesktopOs {
 }
 
 /**
- * The generic app names of spec/simulator.md, what each system calls them, and what the Windows
+ * The generic app names of docs/simulator.md, what each system calls them, and what the Windows
  * taskbar button shows (the simulator's tooltip label, as on a real taskbar).
  */
 export const APPS: Readonly<Record<string, { mac: string; windows: string; taskbar: string }>> = Object.freeze({

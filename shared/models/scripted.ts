@@ -1,5 +1,5 @@
 /**
- * The scripted model of spec/simulator.md: a model backend that follows a script written in the
+ * The scripted model (docs/simulator.md, docs/models.md): a model backend that follows a script written in the
  * task prompt, one step per turn. It serves every model id when no vendor key is configured (or
  * when `DESKHAND_SCRIPTED_MODELS=1`), so that tests, evals and demos run the whole service for
  * real without a vendor. docs/models.md lists the decisions taken where the spec is silent.

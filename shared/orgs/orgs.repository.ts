@@ -20,3 +20,8 @@ export async function orgExists(db: Knex, orgId: string): Promise<boolean> {
 export async function anyOrgExists(db: Knex): Promise<boolean> {
   return Boolean(await db('orgs').first('id'));
 }
+
+/** Every org, oldest first (the CLI's `orgs list`; an operator's view, not an API route). */
+export async function listOrgs(db: Knex): Promise<OrgRow[]> {
+  return db<OrgRow>('orgs').select('id', 'name', 'created_at').orderBy([{ column: 'created_at' }, { column: 'id' }]);
+}

@@ -3,7 +3,7 @@ import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
 import { newId } from '../ids';
 import type { ApiKeyObject, ApiKeyService } from '../api-keys/api-keys.service';
-import { anyOrgExists, insertOrg, orgExists } from './orgs.repository';
+import { anyOrgExists, insertOrg, listOrgs, orgExists } from './orgs.repository';
 
 export interface Org {
   object: 'org';
@@ -45,5 +45,10 @@ export class OrgService {
   /** Whether any org exists (the first development start creates one). */
   async any(): Promise<boolean> {
     return anyOrgExists(this.deps.db);
+  }
+
+  /** Every org, oldest first. */
+  async list(): Promise<Org[]> {
+    return (await listOrgs(this.deps.db)).map((row) => ({ object: 'org', org_id: row.id, name: row.name, created_at: row.created_at.toISOString() }));
   }
 }

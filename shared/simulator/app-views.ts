@@ -4,7 +4,7 @@ import { statusBlock, type View } from './content-blocks';
 import { pageView, startPageView } from './web-pages.catalog';
 
 /**
- * What each app's window shows (spec/simulator.md, "Apps"). The Browser's window is its page;
+ * What each app's window shows (docs/simulator.md, "Apps"). The Browser's window is its page;
  * its address bar is part of the window's frame and placed by the layout.
  */
 export function appView(app: AppName, state: ComputerState, os: SimulatedOs): View {

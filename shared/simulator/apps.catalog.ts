@@ -1,5 +1,5 @@
 /**
- * The apps of the simulated computer (spec/simulator.md, "Apps"): their generic names, which
+ * The apps of the simulated computer (docs/simulator.md, "Apps"): their generic names, which
  * `open` uses, and what each system calls them. One table, so that the computer, the scripted
  * model and the docs cannot disagree about a name.
  */

@@ -28,7 +28,7 @@ export function compareAppVersions(a: string, b: string): number {
 }
 
 /**
- * What an app of this system and version can report (spec/simulator.md): page addresses and
+ * What an app of this system and version can report (docs/simulator.md, "What each computer reports"): page addresses and
  * element info need a Mac with app 1.0.20 or later, and both are read through Accessibility, so a
  * Mac without that permission reports neither. `accessibility` is passed through on Windows too,
  * where `false` stands for an app that cannot read the screen at all.

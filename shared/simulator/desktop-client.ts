@@ -45,6 +45,12 @@ export interface DesktopClientOptions {
   /** First delay between reconnection attempts; grows up to ten times that. */
   reconnectDelayMs?: number;
   /**
+   * Told once, in words, when the service cannot be reached (a wrong `--base-url`, a service not
+   * started): the JSON lines only say "websocket error" on every retry. Told again only after
+   * the client has been connected in between.
+   */
+  onUnreachable?: (message: string) => void;
+  /**
    * The computer to serve, made beforehand (a runner's machine, with its disk); by default one
    * is made from `os`, `appVersion`, the screen size, `name` and `accessibility`.
    */
@@ -144,7 +150,9 @@ export class DesktopClient {
     this.socket = socket;
     const accepted = new Promise<HelloAccepted>((resolve, reject) => (this.hello = { resolve, reject }));
 
+    let toldUnreachable = false;
     socket.on('connect', () => {
+      toldUnreachable = false;
       this.emitLine({ event: 'connected' });
       this.sayHello(socket);
     });
@@ -158,6 +166,10 @@ export class DesktopClient {
       this.emitLine({ event: 'connect_error', message: error.message });
       // An error that socket.io will not retry comes from the service refusing the connection.
       if (!socket.active && !this.ended) this.end({ reason: 'refused', code: 'invalid', message: error.message });
+      else if (!toldUnreachable && !this.ended) {
+        toldUnreachable = true;
+        this.options.onUnreachable?.(unreachableMessage(this.options.baseUrl, error.message));
+      }
     });
     socket.on(DesktopEvents.act, (payload: unknown, ack?: (results: ActionResult[]) => void) => {
       this.actQueue = this.actQueue.then(() => this.handleAct(payload, ack)).catch((error: unknown) => {
@@ -482,4 +494,9 @@ function summarize(result: ActionResult): object {
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** What a desktop client or runner says when the service does not answer at `baseUrl`. */
+export function unreachableMessage(baseUrl: string, error: string): string {
+  return `cannot reach the service at ${baseUrl} (${error}); is it running, and is --base-url right? Still trying.`;
 }

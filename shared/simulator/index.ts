@@ -1,5 +1,5 @@
 /**
- * The simulated computer of spec/simulator.md and its pieces, for the reference desktop client,
+ * The simulated computer of docs/simulator.md and its pieces, for the reference desktop client,
  * the reference runner and the scripted model.
  */
 export { SimulatedComputer, MAX_SCREEN, MAX_WAIT_MS, MIN_SCREEN, centerOf, describeInvalidAction, type SimulatedComputerOptions } from './simulated-computer';

@@ -2,7 +2,7 @@ import { InMemoryFs } from 'just-bash';
 import { REPORT_TEXT, type SimulatorEffect } from './computer-state';
 
 /**
- * The simulated computer's disk (spec/evals.md, "The simulated machine's disk and shell"): a
+ * The simulated computer's disk (docs/reference-runner.md, "The disk"): a
  * just-bash in-memory file system that the apps show and change and that scripts run over.
  * The apps' view of it is read synchronously (a step lays out its screen at once); changes
  * the apps make are written after the step, through the file system's own async calls.

@@ -2,7 +2,7 @@ import { Bash, type IFileSystem } from 'just-bash';
 import { HOME } from './machine-disk';
 
 /**
- * The simulated machine's shell, where setup and check scripts run (spec/evals.md): bash as
+ * The simulated machine's shell, where setup and check scripts run (docs/reference-runner.md, "The shell"): bash as
  * just-bash interprets it, over the machine's disk, with `HOME=/home/user` and $HOME as the
  * working directory. No network and no real processes: only the disk changes.
  */

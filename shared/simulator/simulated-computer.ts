@@ -68,7 +68,7 @@ type DiskWork =
   | { kind: 'install' };
 
 /**
- * The simulated computer of spec/simulator.md: a desktop with the six apps, a browser with its
+ * The simulated computer of docs/simulator.md: a desktop with the six apps, a browser with its
  * pages, and the system parts of a Mac (menu bar, Dock, Control Center, Spotlight) or of Windows
  * (the taskbar). It is an in-memory model without clocks or randomness: the same steps from the
  * same start give the same screens. Steps run one at a time in the order they were given.
@@ -265,7 +265,7 @@ export class SimulatedComputer {
     this.readDisk();
   }
 
-  /** The observation as this system and app version can report it (spec/simulator.md). */
+  /** The observation as this system and app version can report it (docs/simulator.md, "What each computer reports"). */
   private observation(layout: ScreenLayout): Observation {
     const { page_addresses, element_info, accessibility } = this.capabilities;
     const windows = layout.windows.map((window) => {

@@ -2,7 +2,7 @@ import type { ComputerState } from './computer-state';
 import { statusBlock, type ContentBlock, type View } from './content-blocks';
 
 /**
- * The web pages of the simulated Browser (spec/simulator.md, "Web pages"), by exact host: a
+ * The web pages of the simulated Browser (docs/simulator.md, "Web pages"), by exact host: a
  * subdomain is its own page only where the table lists it (checkout.shop.example.com); any other
  * host is an empty page titled with the host.
  */

@@ -12,6 +12,7 @@ import { newId } from '../ids';
 import { recordSessionTask } from '../sessions/sessions.repository';
 import { stepJobId } from './loop';
 import { findActiveTask, findTaskByRequestId, insertTask, type TaskRow } from './tasks.repository';
+import { sameRequestOrConflict } from './idempotency';
 
 /**
  * Creating a task, whoever asks: `POST /v1/sessions/{id}/tasks`, the older API's `/start`, and
@@ -47,7 +48,7 @@ export interface CreateTaskInput {
    * never in its object or events.
    */
   secrets?: readonly string[];
-  /** The caller's idempotency key: the same one returns the task it made (also under concurrency). */
+  /** The caller's idempotency key: the same one returns the task it made (also under concurrency); with other parameters, 409. */
   request_id?: string;
   metadata?: Record<string, string>;
   /** Who asked, for the audit row (null: the service itself, or a session token). */
@@ -183,12 +184,20 @@ async function writeTask(trx: Knex.Transaction, task: Partial<TaskRow>, input: C
 /**
  * After a unique index refused the task: a concurrent retry with the same `request_id` may
  * collide on either index, and PostgreSQL has waited for it to commit, so its task is visible
- * now. Otherwise the computer has a task already: 409 `task_running`.
+ * now (and is returned only when asked for with the same parameters). Otherwise the computer has a task already: 409 `task_running`.
  */
 async function earlierTaskOrConflict(db: Knex | Knex.Transaction, input: CreateTaskInput): Promise<TaskRow> {
   if (input.request_id) {
     const existing = await findTaskByRequestId(db, input.session.org_id, input.request_id);
-    if (existing) return existing;
+    if (existing) {
+      return sameRequestOrConflict(existing, input.request_id, {
+        session_id: input.session.code,
+        prompt: input.prompt,
+        agent_id: input.agent.agent_id,
+        agent_version: input.agent.draft ? 'draft' : 'published',
+        metadata: input.metadata,
+      });
+    }
   }
   const active = await findActiveTask(db, input.session.code);
   throw conflict(

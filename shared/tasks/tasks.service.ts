@@ -24,6 +24,7 @@ import {
   type TaskFilter,
   type TaskRow,
 } from './tasks.repository';
+import { sameRequestOrConflict } from './idempotency';
 
 export interface StartTaskInput {
   prompt: string;
@@ -62,13 +63,14 @@ export class TasksService {
 
   /**
    * Starts a task on a connected person's session (`createTask` does the writing). The same
-   * `request_id` returns the same task (also under concurrent retries); one task at a time per
+   * `request_id` returns the same task (also under concurrent retries), and 409 with other
+   * parameters (shared/tasks/idempotency.ts); one task at a time per
    * computer, settled by a unique index. A machine session is not the API's: 404.
    */
   async start(auth: Caller, sessionCode: string, input: StartTaskInput, requestId: string): Promise<Task> {
     if (input.request_id) {
       const existing = await findTaskByRequestId(this.deps.db, auth.orgId, input.request_id);
-      if (existing) return this.toTask(existing);
+      if (existing) return this.toTask(sameRequestOrConflict(existing, input.request_id, { ...input, session_id: sessionCode }));
     }
     const session = await findSession(this.deps.db, auth.orgId, sessionCode);
     if (!session || session.kind !== 'person') throw notFound(`No session ${sessionCode}`);

@@ -6,6 +6,7 @@ import { recordAudit } from '../audit/audit.repository';
 import { ApiError, conflict, invalidRequest, notFound } from '../errors';
 import { ORG_EVENT_TYPES, type OrgEventType } from '../events/org-events';
 import { checkUrlForRegistration, generateSecret, type HostResolver } from '../http';
+import { privateUrlHint } from '../http/private-url-hint';
 import { newId } from '../ids';
 import type { Page, PageRequest } from '../pagination';
 import type { JobQueues } from '../queues/job-queues';
@@ -165,7 +166,7 @@ export class WebhookService {
     if (typeof changes.url === 'string') {
       if (changes.url.length > WEBHOOK_URL_MAX_CHARS) throw invalidRequest(`url must be at most ${WEBHOOK_URL_MAX_CHARS} characters`);
       const check = await checkUrlForRegistration(changes.url, { allowPrivate: this.deps.config.allowPrivateUrls, resolve: this.deps.resolve });
-      if (!check.ok) throw invalidRequest(`url is not allowed: ${check.reason}`);
+      if (!check.ok) throw invalidRequest(`url is not allowed: ${check.reason}${privateUrlHint(changes.url, this.deps.config.env, this.deps.config.allowPrivateUrls)}`);
     }
     if (changes.url === null && changes.rotate_secret) {
       throw invalidRequest('rotate_secret cannot be combined with url: null (removing the endpoint drops its secret)');

@@ -243,8 +243,8 @@ describe('agent validation', () => {
       refused: [
         [{ tools: { http: [tool({ name: `a${'b'.repeat(64)}` })] } }, 'tools.http[0].name must be at most 64 characters'],
         [{ tools: { http: [tool({ name: '' })] } }, 'tools.http[0].name must not be empty'],
-        [{ tools: { http: [tool({ name: '9lives' })] } }, /^tools\.http\[0\]\.name is malformed/],
-        [{ tools: { http: [tool({ name: 'has space' })] } }, /^tools\.http\[0\]\.name is malformed/],
+        [{ tools: { http: [tool({ name: '9lives' })] } }, 'tools.http[0].name must be a letter followed by up to 63 letters, digits, dashes and underscores'],
+        [{ tools: { http: [tool({ name: 'has space' })] } }, 'tools.http[0].name must be a letter followed by up to 63 letters, digits, dashes and underscores'],
         [{ tools: { http: [tool({ name: 'lookup' }), tool({ name: 'Lookup' })] } }, 'tools.http[1].name "Lookup" is already the name of tools.http[0]'],
       ],
     },
@@ -261,9 +261,9 @@ describe('agent validation', () => {
       accepted: [{ tools: { http: [tool({ url: url(2000) })] } }, { tools: { http: [tool({ url: 'https://8.8.8.8/hook' })] } }],
       refused: [
         [{ tools: { http: [tool({ url: url(2001) })] } }, 'tools.http[0].url must be at most 2000 characters'],
-        [{ tools: { http: [tool({ url: 'http://api.acme.com/x' })] } }, 'tools.http[0].url is refused: the URL must use https'],
-        [{ tools: { http: [tool({ url: 'https://localhost/x' })] } }, 'tools.http[0].url is refused: the host is a local or internal name'],
-        [{ tools: { http: [tool({ url: 'https://10.0.0.5/x' })] } }, 'tools.http[0].url is refused: the host is a private, local or reserved address'],
+        [{ tools: { http: [tool({ url: 'http://api.acme.com/x' })] } }, 'tools.http[0].url is refused: the URL must use https (in development, DESKHAND_ALLOW_PRIVATE_URLS=1 allows plain http and local or private addresses)'],
+        [{ tools: { http: [tool({ url: 'https://localhost/x' })] } }, 'tools.http[0].url is refused: the host is a local or internal name (in development, DESKHAND_ALLOW_PRIVATE_URLS=1 allows plain http and local or private addresses)'],
+        [{ tools: { http: [tool({ url: 'https://10.0.0.5/x' })] } }, 'tools.http[0].url is refused: the host is a private, local or reserved address (in development, DESKHAND_ALLOW_PRIVATE_URLS=1 allows plain http and local or private addresses)'],
         [{ tools: { http: [tool({ url: 'https://user:pw@api.acme.com/x' })] } }, /^tools\.http\[0\]\.url is refused: .*user name or password/],
         [{ tools: { http: [tool({ url: 'not a url' })] } }, 'tools.http[0].url is refused: the URL is not a valid absolute URL'],
       ],

@@ -63,7 +63,7 @@ describe('runners (docs/runners.md)', function () {
     });
 
     it('refuses a name that is blank, too long or missing, naming the field', async () => {
-      expect((await api('POST', '/v1/runners', { name: '   ' })).body.error).to.include({ type: 'invalid_request', message: 'name is malformed (1 to 80 characters, not only spaces; leading and trailing spaces are trimmed.)' });
+      expect((await api('POST', '/v1/runners', { name: '   ' })).body.error).to.include({ type: 'invalid_request', message: 'name must be text, not only spaces' });
       expect((await api('POST', '/v1/runners', { name: 'x'.repeat(81) })).body.error.message).to.equal('name must be at most 80 characters');
       expect((await api('POST', '/v1/runners', {})).body.error.message).to.equal('name is required');
       expect((await api('POST', '/v1/runners', { name: 'x'.repeat(80) })).status).to.equal(200);

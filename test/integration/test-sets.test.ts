@@ -77,7 +77,7 @@ describe('test sets (POST, GET, PATCH, DELETE /v1/test_sets)', function () {
 
   it('refuses a bad name or repeat, and a case that is not a live case of the org or comes twice, naming cases[i].test_case_id', async () => {
     expect(await refusal('POST', '/v1/test_sets', { name: '' })).to.equal('name must not be empty');
-    expect(await refusal('POST', '/v1/test_sets', { name: '   ' })).to.match(/^name is malformed/);
+    expect(await refusal('POST', '/v1/test_sets', { name: '   ' })).to.equal('name must be text, not only spaces');
     expect(await refusal('POST', '/v1/test_sets', { name: 'x'.repeat(201) })).to.equal('name must be at most 200 characters');
     expect((await api('POST', '/v1/test_sets', { name: 'x'.repeat(200) })).status).to.equal(200);
     expect(await refusal('POST', '/v1/test_sets', { name: 's', repeat: 21 })).to.equal('repeat must be at most 20');

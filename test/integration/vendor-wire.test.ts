@@ -318,7 +318,7 @@ describe('vendor wire defects (issue 18)', function () {
       const registry = createModelRegistry({ scripted: false, openai: { apiKey: 'k' } });
       expect(registry.unavailableReason('computer-use-preview')).to.match(/^The model computer-use-preview has been retired by its vendor/);
       expect(registry.unavailableReason('gpt-2')).to.match(/^The model gpt-2 is not one of this server's models/);
-      expect(registry.unavailableReason('claude-sonnet-4-6')).to.equal('The model claude-sonnet-4-6 cannot run on this server: no API key is configured for anthropic');
+      expect(registry.unavailableReason('claude-sonnet-4-6')).to.equal('The model claude-sonnet-4-6 cannot run on this server: no API key is configured for anthropic; set ANTHROPIC_API_KEY (or run with DESKHAND_SCRIPTED_MODELS=1 for the scripted model)');
       expect(registry.unavailableReason(null)).to.equal(null);
     });
   });

@@ -5,9 +5,10 @@ import { carryOutCommand } from './machine-commands';
 import { inputReply, screenReply } from './machine-console';
 import { RunnerProtocolEvents as Events, type CommandDone, type HelloReply, type RunnerCommand, type RunnerHello } from './runner-protocol';
 import { SimulatedHypervisor } from './simulated-hypervisor';
+import { unreachableMessage } from '../desktop-client';
 
 /**
- * The reference runner (`npx deskhand runner`, spec/evals.md): it connects out to the service's
+ * The reference runner (`npx deskhand runner`, docs/reference-runner.md): it connects out to the service's
  * `/runners` namespace, says hello with what it has, heartbeats, and carries out the service's
  * commands on its simulated hypervisor, each once however often it is sent (docs/runners.md).
  * Every event becomes one JSON line, as the desktop client's do.
@@ -30,6 +31,8 @@ export interface ReferenceRunnerOptions {
   path?: string;
   /** First delay between reconnection attempts; grows up to ten times that. */
   reconnectDelayMs?: number;
+  /** Told once, in words, when the service cannot be reached (as the desktop client's `onUnreachable`). */
+  onUnreachable?: (message: string) => void;
   /**
    * Where machines connect as desktop apps (`/desktop`); `baseUrl` by default. Only code sets
    * it: tests that play the runner side of the service themselves but pair machines with a real one.
@@ -93,7 +96,9 @@ export class ReferenceRunner {
       reconnectionDelayMax: delay * 10,
     });
     this.socket = socket;
+    let toldUnreachable = false;
     socket.on('connect', () => {
+      toldUnreachable = false;
       this.emitLine({ event: 'connected', base_url: this.options.baseUrl });
       this.sayHello(socket);
     });
@@ -104,7 +109,13 @@ export class ReferenceRunner {
       // socket.io does not come back by itself after the server hangs up; a runner does.
       if (reason === 'io server disconnect' && !this.ended && !this.stopping) this.retryLater(() => socket.connect());
     });
-    socket.on('connect_error', (error) => this.emitLine({ event: 'connect_error', message: error.message }));
+    socket.on('connect_error', (error) => {
+      this.emitLine({ event: 'connect_error', message: error.message });
+      if (!toldUnreachable && !this.ended) {
+        toldUnreachable = true;
+        this.options.onUnreachable?.(unreachableMessage(this.options.baseUrl, error.message));
+      }
+    });
     socket.on(Events.command, (payload: unknown, ack?: unknown) => {
       if (typeof ack === 'function') (ack as (reply: object) => void)({ ok: true });
       this.takeCommand(payload);

@@ -1,0 +1,66 @@
+import { conflict, invalidRequest } from '../errors';
+import type { TaskRow } from './tasks.repository';
+
+/**
+ * `request_id` (or the `Idempotency-Key` header) as Stripe treats its idempotency keys: the same
+ * request again returns the task it made; the same key with other parameters is a mistake the
+ * caller must hear about (409), not a task silently standing in for the one they asked for.
+ */
+
+/** What a task request asked for, as far as it can be compared with the task it made. */
+export interface TaskRequestParameters {
+  session_id: string;
+  prompt: string;
+  /** Absent: whichever agent the session defaults to (not compared). */
+  agent_id?: string;
+  agent_version?: 'draft' | 'published';
+  metadata?: Record<string, string>;
+}
+
+/** The parameters of `request` that differ from those `earlier` was made with, by name. */
+export function differingParameters(earlier: Pick<TaskRow, 'session_id' | 'prompt' | 'agent_id' | 'agent_draft' | 'metadata'>, request: TaskRequestParameters): string[] {
+  const differing: string[] = [];
+  if (earlier.prompt !== request.prompt) differing.push('prompt');
+  if (request.agent_id !== undefined && earlier.agent_id !== request.agent_id) differing.push('agent_id');
+  if (earlier.agent_draft !== (request.agent_version === 'draft')) differing.push('agent_version');
+  if (!sameMetadata(earlier.metadata ?? {}, request.metadata ?? {})) differing.push('metadata');
+  return differing;
+}
+
+/**
+ * Returns `earlier` when `request` asks for what it was made with; otherwise throws 409:
+ * `request_id_in_use` when it ran on another session (as the older API always answered),
+ * `idempotency_conflict` naming the parameters that differ.
+ */
+export function sameRequestOrConflict(earlier: TaskRow, requestId: string, request: TaskRequestParameters): TaskRow {
+  if (earlier.session_id !== request.session_id) {
+    throw conflict(`request_id ${requestId} was already used for a task on another session`, 'request_id_in_use');
+  }
+  const differing = differingParameters(earlier, request);
+  if (differing.length > 0) {
+    throw conflict(
+      `request_id ${requestId} was already used for task ${earlier.id} with another ${differing.join(', ')}; use a new request_id for a new task`,
+      'idempotency_conflict',
+      { task_id: earlier.id },
+    );
+  }
+  return earlier;
+}
+
+/**
+ * The idempotency key of a request: the body's `request_id` or the `Idempotency-Key` header
+ * (the same thing, for clients that set it on every POST). Both, differing: 400.
+ */
+export function idempotencyKey(bodyRequestId: string | undefined, header: string | undefined): string | undefined {
+  const fromHeader = header?.trim() || undefined;
+  if (fromHeader !== undefined && fromHeader.length > 200) throw invalidRequest('Idempotency-Key must be at most 200 characters', { param: 'Idempotency-Key' });
+  if (bodyRequestId !== undefined && fromHeader !== undefined && bodyRequestId !== fromHeader) {
+    throw invalidRequest('request_id and the Idempotency-Key header differ; send one of them, or the same value in both', { param: 'request_id' });
+  }
+  return bodyRequestId ?? fromHeader;
+}
+
+function sameMetadata(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
+}
