@@ -127,7 +127,6 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw('create index tries_run on tries (run_id, position, attempt)');
   await knex.raw("create index tries_queued on tries (seq) where status = 'queued'");
-  await knex.raw('create index tries_task on tries (task_id) where task_id is not null');
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -85,10 +85,6 @@ export async function updateTry(db: Db, id: string, changes: Partial<TryRow>): P
   return row!;
 }
 
-export async function findTryByTask(db: Db, taskId: string): Promise<TryRow | undefined> {
-  return db<TryRow>('tries').where({ task_id: taskId }).first();
-}
-
 /** Whether the run still has tries queued or running. */
 export async function hasOpenTries(db: Db, runId: string): Promise<boolean> {
   return (await db('tries').where({ run_id: runId }).whereIn('status', ['queued', 'running']).first('id')) !== undefined;

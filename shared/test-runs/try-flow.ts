@@ -14,7 +14,7 @@ import type { MachinesService } from '../machines/machines.service';
 import type { MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
 import type { CaseSnapshot, CustomerSpec, TestRunRow, TryRow } from './test-run-rows';
-import { findRun, findTry, findTryByTask, freeSlotsFor, hasOpenTries, runsWithoutOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
+import { findRun, findTry, freeSlotsFor, hasOpenTries, runsWithoutOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
 
 /** What the simulated customer does (shared/evals/customer.ts). */
 export interface CustomerBehaviour {
@@ -379,4 +379,3 @@ export function tryTasks(deps: { queues: JobQueues }): TaskChangeObserver {
   };
 }
 
-export { findTryByTask };
