@@ -111,6 +111,8 @@ describe('start states with the reference runner (a process)', function () {
       expect(ready).to.include({ version: 1, runner_id: runner.runner_id, error: null });
       expect(ready.labels).to.deep.equal(['eu']);
       expect(savedFile(runner.dataDir, ready.start_state_id, 1, '/home/user/Documents/meeting.txt')).to.equal('Meeting at 3\n');
+      // Ready once saved; its machine is destroyed just after.
+      await waitFor(() => runner.process.lines().some((line) => line.event === 'destroyed'), 10_000, 'the machine destroyed');
       const events = runner.process.lines().map((line) => line.event);
       expect(events).to.include.members(['machine_made', 'script_run', 'saved', 'destroyed']);
       // Its machine is gone: the slot is free again.
