@@ -1,4 +1,5 @@
-import { io, type Socket } from 'socket.io-client';
+import type { Socket } from 'socket.io-client';
+import { serviceSocket } from './service-socket';
 import {
   DesktopEvents,
   type ActionResult,
@@ -134,19 +135,7 @@ export class DesktopClient {
    */
   start(): Promise<HelloAccepted> {
     if (this.socket) throw new Error('The desktop client is already started.');
-    const delay = this.options.reconnectDelayMs ?? 1000;
-    const origin = new URL(this.options.baseUrl).origin;
-    // The namespace is the URL's path; the service's own path prefix goes into `path`.
-    const socket = io(`${origin}/desktop`, {
-      path: this.options.path ?? '/socket.io',
-      // WebSocket only: no sticky sessions needed when the service runs several web processes.
-      transports: ['websocket'],
-      autoConnect: false,
-      forceNew: true,
-      reconnection: true,
-      reconnectionDelay: delay,
-      reconnectionDelayMax: delay * 10,
-    });
+    const socket = serviceSocket(this.options.baseUrl, '/desktop', this.options);
     this.socket = socket;
     const accepted = new Promise<HelloAccepted>((resolve, reject) => (this.hello = { resolve, reject }));
 

@@ -1,4 +1,5 @@
-import { io, type Socket } from 'socket.io-client';
+import type { Socket } from 'socket.io-client';
+import { serviceSocket } from '../service-socket';
 import { CommandJournal } from './command-journal';
 import { DiskStore } from './disk-store';
 import { carryOutCommand } from './machine-commands';
@@ -84,17 +85,7 @@ export class ReferenceRunner {
   /** Connects; from then on it keeps connecting (with growing delays) until it is stopped or refused. */
   start(): void {
     if (this.socket) throw new Error('The runner is already started.');
-    const delay = this.options.reconnectDelayMs ?? 1000;
-    const origin = new URL(this.options.baseUrl).origin;
-    const socket = io(`${origin}/runners`, {
-      path: this.options.path ?? '/socket.io',
-      transports: ['websocket'],
-      autoConnect: false,
-      forceNew: true,
-      reconnection: true,
-      reconnectionDelay: delay,
-      reconnectionDelayMax: delay * 10,
-    });
+    const socket = serviceSocket(this.options.baseUrl, '/runners', this.options);
     this.socket = socket;
     let toldUnreachable = false;
     socket.on('connect', () => {
