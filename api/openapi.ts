@@ -82,6 +82,11 @@ function jsonContent(registry: ComponentRegistry, schema: unknown): Record<strin
  * The OpenAPI 3.1 document of every route, built from the same schemas that validate requests.
  * Every schema titled in api/schemas/ is a named component, referenced where it is used.
  */
+const ROLE_TEXT = {
+  admin: 'Needs the admin role or an API key (a member gets 403 `permission`).',
+  owner: 'Needs the owner role: API keys and admins get 403 `permission`.',
+};
+
 export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Record<string, unknown> {
   const registry = new ComponentRegistry();
   registry.register(ErrorSchema);
@@ -103,6 +108,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       statuses.add(429);
     }
     if (route.body || route.query || route.params) statuses.add(400);
+    if (route.role) statuses.add(403);
     const unavailable = !WITHOUT_BACKING_SERVICES.has(route.operationId);
     if (unavailable) statuses.add(503);
     const own503 = OWN_503_TEXT[route.operationId] ?? STATUS_TEXT[503]!;
@@ -122,7 +128,8 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
       summary: route.summary,
-      ...(route.description ? { description: route.description } : {}),
+      ...(route.description || route.role ? { description: [route.description, route.role && ROLE_TEXT[route.role]].filter(Boolean).join(' ') } : {}),
+      ...(route.role ? { 'x-deskhand-role': route.role } : {}),
       tags: [route.tag],
       parameters: parameters(route),
       responses,

@@ -6,7 +6,7 @@ import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { ApiError, invalidRequest } from '../shared/errors';
 import { PG_INTEGER_MAX } from '../shared/pagination';
 import { unstorableValueAt } from '../shared/validation/storable';
-import type { AuthContext } from '../shared/api-keys/api-keys.service';
+import { requireRole, type AuthContext } from '../shared/auth/roles';
 import type { Logger } from '../shared/logger';
 import type { RequestState } from './middleware/request-state';
 import { HUNG_UP, hangUpSignal } from './hang-ups';
@@ -58,6 +58,11 @@ interface RouteDeclaration<P extends TObject | undefined, Q extends TObject | un
   description?: string;
   tag: string;
   auth: 'api_key' | 'none';
+  /**
+   * The least role this call needs (shared/auth/roles.ts): `admin` (API keys and admin or owner
+   * sign-ins) or `owner`. Without it any member of the org may call it. Checked here, once.
+   */
+  role?: 'admin' | 'owner';
   params?: P;
   query?: Q;
   body?: B;
@@ -308,6 +313,7 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
       if (route.auth === 'api_key' && !state.auth) {
         state.auth = await options.authenticate(ctx.get('authorization') || undefined);
       }
+      if (route.role) requireRole(state.auth!, route.role);
       // A route without a query schema ignores the query: it is not even parsed.
       const { params, query } = compiled.input(route.params ? { ...(ctx.params as Record<string, string>) } : {}, route.query ? { ...ctx.query } : {});
       let body: unknown = undefined;

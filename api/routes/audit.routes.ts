@@ -27,6 +27,7 @@ export function auditRoutes(container: Container): RouteSpec[] {
         'Every change made in the org (agents, sessions, tasks, API keys, webhooks, …) with who made it and the request_id, newest first, a page at a time (`cursor`), filtered by object_type, object_id or action. Any API key of the org may call it. 400 invalid_request for a malformed filter or cursor.',
       tag: 'Audit log',
       auth: 'api_key',
+      role: 'admin',
       query: Type.Object(
         {
           ...PageQuery,

@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const running = await startDeskhand(loadConfig({ ...process.env, PORT: '0', LOG_LEVEL: 'silent', DESKHAND_SESSIONS_PER_HOUR: '10000000' }), ['web']);
   const { container } = running;
   const { org, apiKey } = await container.orgs.create('bench sockets');
-  const auth = { orgId: org.org_id, keyId: apiKey.key_id, actor: { type: 'api_key' as const, key_id: apiKey.key_id, name: 'bench', prefix: null } };
+  const auth = { orgId: org.org_id, keyId: apiKey.key_id, userId: null, role: 'admin' as const, actor: { type: 'api_key' as const, key_id: apiKey.key_id, name: 'bench', prefix: null } };
   const codes: string[] = [];
   let next = 0;
   await Promise.all(

@@ -3,18 +3,14 @@ import type { DeskhandEnv } from '../config';
 import type { Logger } from '../logger';
 import type { Notifier } from '../notifier';
 import type { Actor } from '../audit/actor';
+import type { AuthContext } from '../auth/roles';
 import { recordAudit } from '../audit/audit.repository';
 import { newId } from '../ids';
 import { notFound, unauthenticated } from '../errors';
 import { displayPrefix, generateApiKey, hashSecret, isWellFormedApiKey, RUNNER_TOKEN_PREFIX, SESSION_TOKEN_PREFIX } from './key-format';
 import { findApiKey, findApiKeyByHash, insertApiKey, listApiKeys, revokeApiKey, touchApiKey, type ApiKeyRow } from './api-keys.repository';
 
-/** Who a `/v1` request acts for. */
-export interface AuthContext {
-  orgId: string;
-  keyId: string;
-  actor: Exclude<Actor, null>;
-}
+export type { AuthContext } from '../auth/roles';
 
 /** An API key as shown to its owner; `key` (the secret) only in the create response. */
 export interface ApiKeyObject {
@@ -128,6 +124,8 @@ export class ApiKeyService {
     const auth: AuthContext = {
       orgId: row.org_id,
       keyId: row.id,
+      userId: null,
+      role: 'admin',
       actor: { type: 'api_key', key_id: row.id, name: row.name, prefix: row.prefix },
     };
     if (this.cache.size >= CACHE_MAX) this.cache.clear();

@@ -13,7 +13,7 @@ describe('machine sessions: expiry', () => {
     const container = createContainer(testConfig(), { clock });
     try {
       const { org } = await container.orgs.create('Machines org');
-      const auth = { orgId: org.org_id, keyId: 'key_test', actor: { type: 'api_key' as const, key_id: 'key_test', name: 't', prefix: 'dh_test_x' } };
+      const auth = { orgId: org.org_id, keyId: 'key_test', userId: null, role: 'admin' as const, actor: { type: 'api_key' as const, key_id: 'key_test', name: 't', prefix: 'dh_test_x' } };
       const unused = await container.sessions.createMachineSession(container.db, { orgId: org.org_id, label: 'never paired' });
       const gone = await container.sessions.createMachineSession(container.db, { orgId: org.org_id, label: 'paired, then gone' });
       const person = await container.sessions.create(auth, {}, 'req');

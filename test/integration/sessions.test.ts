@@ -199,7 +199,7 @@ describe('sessions', () => {
       const container = createContainer(testConfig(), { clock });
       try {
         const { org } = await container.orgs.create('Clock org');
-        const auth = { orgId: org.org_id, keyId: 'key_test', actor: { type: 'api_key' as const, key_id: 'key_test', name: 't', prefix: 'dh_test_x' } };
+        const auth = { orgId: org.org_id, keyId: 'key_test', userId: null, role: 'admin' as const, actor: { type: 'api_key' as const, key_id: 'key_test', name: 't', prefix: 'dh_test_x' } };
         const unused = await container.sessions.create(auth, {}, 'req');
         const used = await container.sessions.create(auth, {}, 'req');
         clock.advance(SESSION_IDLE_EXPIRY_MS - 1000);
