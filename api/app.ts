@@ -8,12 +8,15 @@ import { jsonBody, DEFAULT_BODY_LIMIT_BYTES } from './middleware/json-body';
 import { rateLimitByIp, rateLimitMiddleware } from './middleware/rate-limit';
 import { longPollListener } from './long-polls';
 import { bullBoard } from './admin/bull-board';
-import { defineRoute, routedMiddleware, type RouteSpec } from './routing';
+import { credentialsOf, defineRoute, routedMiddleware, type RouteSpec } from './routing';
+import { requestAuthenticator } from './authenticate';
 import { buildOpenApiDocument } from './openapi';
 import { healthRoutes } from './routes/health.routes';
 import { auditRoutes } from './routes/audit.routes';
 import { agentRoutes } from './routes/agents.routes';
 import { identityRoutes } from './routes/identity.routes';
+import { memberRoutes } from './routes/members.routes';
+import { consoleRouter, renderProblem } from './console/console.router';
 import { webhookRoutes } from './routes/webhooks.routes';
 import { toolRoutes } from './routes/tools.routes';
 import { sessionRoutes } from './routes/sessions.routes';
@@ -31,7 +34,7 @@ import { isLegacyPath } from './legacy-paths';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...viewRoutes(container), ...legacyRoutes(container), ...docsRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...memberRoutes(container), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...viewRoutes(container), ...legacyRoutes(container), ...docsRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({
@@ -59,8 +62,10 @@ export function allRoutes(container: Container): RouteSpec[] {
 export function createApp(container: Container, options: { validateResponses?: boolean } = {}) {
   const app = new Koa({ proxy: container.config.trustProxy });
   const routes = allRoutes(container);
+  // An API key, or a person signed in to the console (api/authenticate.ts).
+  const authenticate = requestAuthenticator(container.apiKeys, container.users);
   const routed = routedMiddleware(routes, {
-    authenticate: (header) => container.apiKeys.authenticate(header),
+    authenticate,
     validateResponses: options.validateResponses ?? false,
   });
   const largeBodyPaths = new Set(routes.filter((route) => route.bodyLimitBytes).map((route) => route.path));
@@ -69,16 +74,22 @@ export function createApp(container: Container, options: { validateResponses?: b
 
   app.use(edge(container.logger));
   app.use(bullBoard(container));
+  // The console's pages, before the JSON body parser (its forms are URL-encoded).
+  const consolePages = consoleRouter(container);
+  app.use(consolePages.routes());
+  app.use((ctx, next) => {
+    if (ctx.path !== '/console' && !ctx.path.startsWith('/console/')) return next();
+    renderProblem(ctx, null, 404, 'Not found', `Nothing at ${ctx.path}`);
+  });
   const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
   // The older session-token API shares the /v1 budget of each client address.
   app.use((ctx, next) => (isV1(ctx.path) || isLegacyPath(ctx.path) ? limitV1(ctx, next) : next()));
-  // A key verified recently is known at once; any other is checked (and may wait for the database).
-  const authenticate = (header: string | undefined) => container.apiKeys.known(header) ?? container.apiKeys.authenticate(header);
-  // Every /v1 request needs an org API key: checked before the body is read or the route is known.
+  // Every /v1 request needs an org API key or a console sign-in: checked before the body is read
+  // or the route is known. A key verified recently is known at once.
   app.use((ctx, next) => {
     if (!isV1(ctx.path)) return next();
     const state = ctx.state as RequestState;
-    const auth = authenticate(ctx.get('authorization') || undefined);
+    const auth = authenticate(credentialsOf(ctx));
     if (auth instanceof Promise) {
       return auth.then((found) => {
         state.auth = found;

@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import type { TObject } from '@sinclair/typebox';
-import type { AuthContext } from '../shared/api-keys/api-keys.service';
+import type { AuthContext } from '../shared/auth/roles';
+import type { Credentials } from './authenticate';
 import type { Logger } from '../shared/logger';
 import { RequestState, requestIdFrom } from './middleware/request-state';
 import { errorResponse } from './middleware/errors';
@@ -12,7 +13,7 @@ import { compileRoute, type CompiledRoute, type LongPollInput, type LongPollRout
 export interface LongPollDeps {
   logger: Logger;
   limiter: AddressLimiter;
-  authenticate(header: string | undefined): AuthContext | Promise<AuthContext>;
+  authenticate(credentials: Credentials): AuthContext | Promise<AuthContext>;
   /** Koa's `proxy`: the client's address is the first `X-Forwarded-For` entry. */
   trustProxy: boolean;
   validateResponses: boolean;
@@ -119,7 +120,12 @@ export function longPollListener(routes: RouteSpec[], deps: LongPollDeps, koa: h
     };
     const authenticateThenCall = (limitHeaders: RateLimitHeaders) => {
       Object.assign(headers, limitHeaders);
-      const auth = deps.authenticate(req.headers.authorization || undefined);
+      const auth = deps.authenticate({
+        authorization: req.headers.authorization || undefined,
+        cookie: req.headers.cookie,
+        csrfToken: undefined,
+        method: 'GET',
+      });
       return auth instanceof Promise ? auth.then(call) : call(auth);
     };
     try {

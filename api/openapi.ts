@@ -87,6 +87,12 @@ const ROLE_TEXT = {
   owner: 'Needs the owner role: API keys and admins get 403 `permission`.',
 };
 
+/** The route's description, with the role it needs when the description does not say it. */
+function describeOperation(route: RouteSpec): string {
+  const own = route.description ?? '';
+  return route.role && !/\brole\b/.test(own) ? `${own} ${ROLE_TEXT[route.role]}`.trim() : own;
+}
+
 export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Record<string, unknown> {
   const registry = new ComponentRegistry();
   registry.register(ErrorSchema);
@@ -128,7 +134,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
       summary: route.summary,
-      ...(route.description || route.role ? { description: [route.description, route.role && ROLE_TEXT[route.role]].filter(Boolean).join(' ') } : {}),
+      ...(route.description || route.role ? { description: describeOperation(route) } : {}),
       ...(route.role ? { 'x-deskhand-role': route.role } : {}),
       tags: [route.tag],
       parameters: parameters(route),

@@ -7,6 +7,7 @@ import { ApiError, invalidRequest } from '../shared/errors';
 import { PG_INTEGER_MAX } from '../shared/pagination';
 import { unstorableValueAt } from '../shared/validation/storable';
 import { requireRole, type AuthContext } from '../shared/auth/roles';
+import type { Credentials } from './authenticate';
 import type { Logger } from '../shared/logger';
 import type { RequestState } from './middleware/request-state';
 import { HUNG_UP, hangUpSignal } from './hang-ups';
@@ -263,8 +264,18 @@ function check(validate: ValidateFunction | null, value: unknown, where: 'body' 
   throw invalidRequest(`${fieldName(where, { instancePath: at } as ErrorObject)} must not contain a NUL character (\\u0000) or an unpaired surrogate`);
 }
 
+/** What a Koa request offers to prove who it is (api/authenticate.ts). */
+export function credentialsOf(ctx: Context): Credentials {
+  return {
+    authorization: ctx.get('authorization') || undefined,
+    cookie: ctx.get('cookie') || undefined,
+    csrfToken: ctx.get('x-csrf-token') || undefined,
+    method: ctx.method,
+  };
+}
+
 export interface MountOptions {
-  authenticate: (header: string | undefined) => Promise<AuthContext>;
+  authenticate: (credentials: Credentials) => AuthContext | Promise<AuthContext>;
   /** Check every JSON response against its schema (tests): a mismatch is a 500. */
   validateResponses: boolean;
 }
@@ -311,7 +322,7 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
     router[route.method](route.operationId, koaPath(route.path), async (ctx: Context) => {
       const state = ctx.state as RequestState;
       if (route.auth === 'api_key' && !state.auth) {
-        state.auth = await options.authenticate(ctx.get('authorization') || undefined);
+        state.auth = await options.authenticate(credentialsOf(ctx));
       }
       if (route.role) requireRole(state.auth!, route.role);
       // A route without a query schema ignores the query: it is not even parsed.

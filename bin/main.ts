@@ -10,6 +10,7 @@ import { registerEvalsCommand } from './evals.command';
 import { registerTasksCommand } from './tasks.command';
 import { projectVersion } from './project-version';
 import { startupLines } from './startup-lines';
+import { ROLES, type Role } from '../shared/auth/roles';
 
 /** Prints one JSON object on stdout, the CLI's machine-readable answer. */
 function printJson(value: unknown): void {
@@ -162,6 +163,31 @@ export function buildProgram(): Command {
     .argument('<runner_id>', 'the cloud runner\'s id (rn_…)')
     .action(async (runnerId: string) => {
       await withContainer(async (container) => printJson(await container.runners.revokeCloud(runnerId)));
+    });
+
+  const users = program.command('users').description('people of the console (docs/console.md)');
+  users
+    .command('create')
+    .description('add a person to an org with a role (the first owner, say); prints { user_id, email, role, sign_in_url, … } with a one-time sign-in link')
+    .requiredOption('--org <org_id>', 'the org')
+    .requiredOption('--email <email>', 'the person\'s email address')
+    .requiredOption('--role <role>', 'owner, admin or member', (value: string) => {
+      if (!(ROLES as readonly string[]).includes(value)) throw new InvalidArgumentError('must be owner, admin or member');
+      return value as Role;
+    })
+    .action(async (options: { org: string; email: string; role: Role }) => {
+      await withContainer(async (container) => {
+        const { member, signInUrl } = await container.users.addMember({ orgId: options.org, actor: null }, { email: options.email, role: options.role });
+        printJson({ ...member, org_id: options.org, sign_in_url: signInUrl });
+      });
+    });
+  users
+    .command('link')
+    .description('a new one-time sign-in link for a member of an org (a lost link or password); prints { user_id, sign_in_url }')
+    .requiredOption('--org <org_id>', 'the org')
+    .requiredOption('--user <user_id>', 'the person (usr_…)')
+    .action(async (options: { org: string; user: string }) => {
+      await withContainer(async (container) => printJson({ user_id: options.user, org_id: options.org, sign_in_url: await container.users.signInLink(options.org, options.user) }));
     });
 
   registerDesktopCommand(program);

@@ -59,6 +59,12 @@ export interface Config {
   machineBootTimeoutMs: number;
   /** How long an open start state's machine stays open unless saved (its `view.expires_at`), when the request does not say. */
   openMachineMs: number;
+  /** A console sign-in ends after this long without a request (idle expiry). */
+  consoleIdleMs: number;
+  /** A console sign-in ends this long after it began, however busy (absolute expiry). */
+  consoleSessionMs: number;
+  /** Console sign-in attempts one client address may make per 15 minutes. */
+  signInsPerAddress: number;
 }
 
 export class ConfigError extends Error {}
@@ -166,6 +172,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     runnerOfflineAfterMs: integer(env, 'DESKHAND_RUNNER_OFFLINE_AFTER_MS', 30_000, 300, 300_000),
     machineBootTimeoutMs: integer(env, 'DESKHAND_MACHINE_BOOT_TIMEOUT_MS', 120_000, 1000, 3_600_000),
     openMachineMs: integer(env, 'DESKHAND_OPEN_MACHINE_MS', 3_600_000, 1000, 24 * 3_600_000),
+    consoleIdleMs: integer(env, 'DESKHAND_CONSOLE_IDLE_MINUTES', 720, 1, 7 * 24 * 60) * 60_000,
+    consoleSessionMs: integer(env, 'DESKHAND_CONSOLE_SESSION_HOURS', 168, 1, 90 * 24) * 3_600_000,
+    signInsPerAddress: integer(env, 'DESKHAND_SIGN_INS_PER_ADDRESS', 30, 1, 100_000),
   };
   if (config.runnerOfflineAfterMs <= config.runnerHeartbeatMs) {
     throw new ConfigError('DESKHAND_RUNNER_OFFLINE_AFTER_MS must be longer than DESKHAND_RUNNER_HEARTBEAT_MS (a runner would read offline between two heartbeats)');

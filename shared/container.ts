@@ -6,6 +6,7 @@ import { JobQueues } from './queues/job-queues';
 import { Notifier } from './notifier';
 import { ApiKeyService } from './api-keys/api-keys.service';
 import { OrgService } from './orgs/orgs.service';
+import { UsersService } from './users/users.service';
 import { createSafeHttpClient, type HostResolver, type SafeHttpClient } from './http';
 import { WebhookService } from './webhooks/webhooks.service';
 import { WebhookDeliveryService } from './webhooks/webhook-delivery.service';
@@ -53,6 +54,8 @@ export interface Container {
   notifier: Notifier;
   apiKeys: ApiKeyService;
   orgs: OrgService;
+  /** The console's people: members, roles, sign-ins and console sessions. */
+  users: UsersService;
   agents: AgentService;
   /** The agents' own file stores (AgentTools `files`). */
   agentFiles: AgentFileService;
@@ -241,6 +244,7 @@ export function createContainer(
     notifier,
     apiKeys,
     orgs,
+    users: new UsersService({ db, redis, config, logger: logger.child({ scope: 'users' }) }),
     agents,
     agentFiles,
     clock,

@@ -1,0 +1,44 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Context } from 'koa';
+import { CONSOLE_COOKIE, cookieValue } from '../authenticate';
+
+/**
+ * The console's cookies, written by hand rather than through Koa's `ctx.cookies` (which refuses a
+ * `Secure` cookie on a plain-HTTP request even on localhost, where browsers keep it):
+ * - the session cookie: the console session's token; HttpOnly, Secure, SameSite=Lax, Path=/.
+ * - the sign-in form's CSRF cookie (double submit): the form carries the same random value.
+ */
+const SIGN_IN_CSRF_COOKIE = 'deskhand_sign_in_csrf';
+
+function setCookie(ctx: Context, name: string, value: string, maxAgeSeconds: number, path: string): void {
+  const cookie = `${name}=${value}; Path=${path}; Max-Age=${maxAgeSeconds}; HttpOnly; Secure; SameSite=Lax`;
+  ctx.append('Set-Cookie', cookie);
+}
+
+export function consoleToken(ctx: Context): string | undefined {
+  return cookieValue(ctx.get('cookie'), CONSOLE_COOKIE);
+}
+
+export function setConsoleCookie(ctx: Context, token: string, maxAgeMs: number): void {
+  setCookie(ctx, CONSOLE_COOKIE, token, Math.floor(maxAgeMs / 1000), '/');
+}
+
+export function clearConsoleCookie(ctx: Context): void {
+  setCookie(ctx, CONSOLE_COOKIE, '', 0, '/');
+}
+
+/** A fresh sign-in form token, also set as its cookie. */
+export function signInFormToken(ctx: Context): string {
+  const token = randomBytes(24).toString('base64url');
+  setCookie(ctx, SIGN_IN_CSRF_COOKIE, token, 3600, '/console/sign-in');
+  return token;
+}
+
+/** True when the sign-in form's `_csrf` field matches its cookie. */
+export function signInFormTokenMatches(ctx: Context, field: unknown): boolean {
+  const cookie = cookieValue(ctx.get('cookie'), SIGN_IN_CSRF_COOKIE);
+  if (!cookie || typeof field !== 'string') return false;
+  const a = Buffer.from(cookie);
+  const b = Buffer.from(field);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,57 @@
+import type { Context, Middleware } from 'koa';
+import Router from '@koa/router';
+import { koaBody } from 'koa-body';
+import type { Container } from '../../shared/container';
+import { ApiError } from '../../shared/errors';
+import type { SignedIn } from '../../shared/users/users.service';
+import { consoleToken } from './console-cookies';
+import { renderPage } from './views';
+import { assetRoutes } from './assets.routes';
+import { signInPages } from './pages/sign-in.page';
+import { accountPages } from './pages/account.page';
+
+/** What every page module gets: the router to add its pages to and the way to guard them. */
+export interface ConsoleRouting {
+  router: Router;
+  container: Container;
+  /** A page for signed-in people: anyone else is sent to sign in and brought back after. */
+  page(handler: (ctx: Context, signedIn: SignedIn) => Promise<void> | void): Middleware;
+}
+
+/** Parses the console's own HTML forms (sign-in, sign-out); everything else goes through /v1. */
+export const formBody = koaBody({ json: false, urlencoded: true, text: false, multipart: false, formLimit: '16kb' });
+
+/** A not-found or error page in the console's layout, for what a person opened by hand. */
+export function renderProblem(ctx: Context, signedIn: SignedIn | null, status: number, title: string, message: string): void {
+  renderPage(ctx, signedIn, 'problem', { title, message }, { title, status });
+}
+
+/**
+ * The console at /console: people sign in (a password or a one-time link), then open pages that
+ * read and change the org through the same /v1 API integrators use (docs/console.md).
+ */
+export function consoleRouter(container: Container): Router {
+  const router = new Router({ prefix: '/console' });
+  const routing: ConsoleRouting = {
+    router,
+    container,
+    page: (handler) => async (ctx) => {
+      const signedIn = await container.users.signedIn(consoleToken(ctx));
+      if (!signedIn) {
+        ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.originalUrl)}`);
+        return;
+      }
+      try {
+        await handler(ctx, signedIn);
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status >= 500) throw error;
+        renderProblem(ctx, signedIn, error.status, error.status === 404 ? 'Not found' : 'Cannot open this page', error.message);
+      }
+    },
+  };
+  router.get('/', routing.page((ctx) => ctx.redirect('/console/tasks')));
+  assetRoutes(routing);
+  signInPages(routing);
+  accountPages(routing);
+  return router;
+}

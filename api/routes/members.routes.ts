@@ -1,0 +1,99 @@
+import { Type } from '@sinclair/typebox';
+import type { Container } from '../../shared/container';
+import { forbidden } from '../../shared/errors';
+import { defineRoute, type RouteSpec } from '../routing';
+import { ListOf } from '../schemas/common.schemas';
+import { ChangeRoleBody, InviteMemberBody, InvitedMemberSchema, MemberParams, MemberSchema, SetPasswordBody } from '../schemas/members.schemas';
+
+const TAG = 'Members';
+
+/** The org's people and their roles (docs/console.md), and a signed-in person's own password. */
+export function memberRoutes(container: Container): RouteSpec[] {
+  const { users } = container;
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/members',
+      operationId: 'listMembers',
+      summary: 'The people of the org and their roles, in one page',
+      description: 'Everyone who can sign in to the org\'s console, oldest first, with their role. Any member may call it.',
+      tag: TAG,
+      auth: 'api_key',
+      response: ListOf(MemberSchema),
+      errors: [],
+      handler: async ({ auth }) => ({ data: await users.members(auth.orgId), has_more: false, next_cursor: null }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/members',
+      operationId: 'inviteMember',
+      summary: 'Invite a person with a role; answers a one-time sign-in link for them',
+      description:
+        'Adds the person to the org with the role (their account is made if the address is new) and answers a one-time sign-in link, ' +
+        'valid 7 days, to send them. Only an owner can invite an owner. 409 `already_member` when they already belong to the org.',
+      tag: TAG,
+      auth: 'api_key',
+      role: 'admin',
+      body: InviteMemberBody,
+      response: InvitedMemberSchema,
+      errors: [400, 403, 409],
+      handler: async ({ auth, body, requestId }) => {
+        const { member, signInUrl } = await users.addMember({ orgId: auth.orgId, actor: auth.actor, role: auth.role }, body, requestId);
+        return { ...member, sign_in_url: signInUrl };
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/v1/members/{user_id}',
+      operationId: 'changeMemberRole',
+      summary: 'Change a member\'s role',
+      description:
+        'Takes effect on the person\'s next request. Only an owner gives or takes the owner role; the org always keeps one owner ' +
+        '(409 `last_owner`).',
+      tag: TAG,
+      auth: 'api_key',
+      role: 'admin',
+      params: MemberParams,
+      body: ChangeRoleBody,
+      response: MemberSchema,
+      errors: [400, 403, 404, 409],
+      handler: async ({ auth, params, body, requestId }) => users.changeRole(auth, params.user_id, body.role, requestId),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/members/{user_id}',
+      operationId: 'removeMember',
+      summary: 'Remove a person from the org',
+      description: 'Their console sign-ins to the org end at once. Only an owner removes an owner; the org always keeps one owner (409 `last_owner`).',
+      tag: TAG,
+      auth: 'api_key',
+      role: 'admin',
+      params: MemberParams,
+      response: Type.Object({ object: Type.Literal('member'), user_id: Type.String(), deleted: Type.Literal(true) }, { title: 'RemovedMember' }),
+      errors: [403, 404, 409],
+      handler: async ({ auth, params, requestId }) => {
+        await users.removeMember(auth, params.user_id, requestId);
+        return { object: 'member' as const, user_id: params.user_id, deleted: true as const };
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/me/password',
+      operationId: 'setPassword',
+      summary: 'Set or change the signed-in person\'s password',
+      description:
+        'For a person signed in to the console (with its CSRF token); an API key has no password (403). Once a password is set, ' +
+        '`current_password` is needed to change it. The password is kept as an argon2id hash.',
+      tag: TAG,
+      auth: 'api_key',
+      body: SetPasswordBody,
+      response: Type.Object({ object: Type.Literal('password'), updated: Type.Literal(true) }, { title: 'PasswordUpdated' }),
+      errors: [400, 403],
+      handler: async ({ auth, body }) => {
+        if (!auth.userId) throw forbidden('API keys have no password; sign in to the console to set yours');
+        await users.setPassword(auth, { password: body.password, currentPassword: body.current_password });
+        return { object: 'password' as const, updated: true as const };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,317 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Knex } from '../db/knex';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import type { Redis } from '../redis';
+import type { Actor } from '../audit/actor';
+import { recordAudit } from '../audit/audit.repository';
+import { hashSecret } from '../api-keys/key-format';
+import { ApiError, conflict, forbidden, invalidRequest, notFound, unauthenticated } from '../errors';
+import { newId } from '../ids';
+import type { AuthContext, Role } from '../auth/roles';
+import { checkNewPassword, hashPassword, spendVerifyTime, verifyPassword } from './passwords';
+import * as repo from './users.repository';
+
+/** The prefix of a console session token (in the cookie) and of a sign-in link's token. */
+export const CONSOLE_TOKEN_PREFIX = 'dhc_';
+const LINK_TOKEN_PREFIX = 'dhl_';
+/** How long a sign-in link (first owner, invitation) stays usable. */
+const SIGN_IN_LINK_MS = 7 * 24 * 3_600_000;
+/** last_seen_at is written at most this often per session. */
+const TOUCH_EVERY_MS = 60_000;
+/** Failed sign-ins per account per 15 minutes (attempts per client address: config `signInsPerAddress`). */
+export const SIGN_IN_LIMITS = { perAccount: 10, windowSeconds: 15 * 60 } as const;
+
+/** A person of an org as the API shows them (`object: member`). */
+export interface MemberObject {
+  object: 'member';
+  user_id: string;
+  email: string;
+  role: Role;
+  /** False until the person has set a password (they signed in with a link only). */
+  has_password: boolean;
+  created_at: string;
+}
+
+/** A console sign-in just made: the cookie's token and what the pages need. */
+export interface NewConsoleSession {
+  token: string;
+  csrfToken: string;
+  userId: string;
+  orgId: string;
+}
+
+/** A live console sign-in, as a page reads it. */
+export interface SignedIn {
+  auth: AuthContext;
+  email: string;
+  csrfToken: string;
+}
+
+const secretToken = (prefix: string) => prefix + randomBytes(32).toString('base64url');
+
+const toMember = (row: repo.MemberRow): MemberObject => ({
+  object: 'member',
+  user_id: row.user_id,
+  email: row.email,
+  role: row.role,
+  has_password: row.has_password,
+  created_at: row.created_at.toISOString(),
+});
+
+/** Equal strings, compared in constant time. */
+function sameSecret(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/**
+ * The console's people (docs/console.md): members of orgs with a role, their sign-ins (a password
+ * or a one-time link) and the console sessions those make, which the `/v1` API accepts beside API
+ * keys. Every sign-in, sign-out, membership and role change is audited, by the person who made it.
+ */
+export class UsersService {
+  private readonly perAddress: RateLimiterRedis;
+  private readonly perAccount: RateLimiterRedis;
+  private readonly touched = new Map<string, number>();
+
+  constructor(private readonly deps: { db: Knex; redis: Redis; config: Readonly<Config>; logger: Logger }) {
+    const limiter = (name: string, points: number) =>
+      new RateLimiterRedis({
+        storeClient: deps.redis,
+        keyPrefix: `${deps.config.redisPrefix}:rl:${name}`,
+        points,
+        duration: SIGN_IN_LIMITS.windowSeconds,
+        insuranceLimiter: new RateLimiterMemory({ points, duration: SIGN_IN_LIMITS.windowSeconds }),
+      });
+    this.perAddress = limiter('sign-in-address', deps.config.signInsPerAddress);
+    this.perAccount = limiter('sign-in-account', SIGN_IN_LIMITS.perAccount);
+  }
+
+  /**
+   * Adds a person to an org with a role (making their account if the address is new) and returns
+   * them with a one-time sign-in link. The CLI makes the first owner this way (actor null: the
+   * operator); owners and admins invite others from the console.
+   */
+  async addMember(
+    caller: { orgId: string; actor: Actor; role?: Role },
+    input: { email: string; role: Role },
+    requestId?: string,
+  ): Promise<{ member: MemberObject; signInUrl: string }> {
+    const email = input.email.trim();
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw invalidRequest('email must be an email address such as ada@example.com');
+    if (input.role === 'owner' && caller.role && caller.role !== 'owner') throw forbidden('Only an owner can make someone an owner');
+    return this.deps.db.transaction(async (trx) => {
+      const org = await trx('orgs').select('id').where({ id: caller.orgId }).first();
+      if (!org) throw notFound(`No org ${caller.orgId}`);
+      let user = await repo.findUserByEmail(trx, email);
+      if (!user) {
+        const id = newId('usr');
+        await repo.insertUser(trx, { id, email });
+        user = (await repo.findUser(trx, id))!;
+      } else if (await repo.findMembership(trx, caller.orgId, user.id)) {
+        throw conflict(`${user.email} is already a member of this org`, 'already_member');
+      }
+      await repo.insertMembership(trx, { org_id: caller.orgId, user_id: user.id, role: input.role });
+      await recordAudit(trx, {
+        orgId: caller.orgId,
+        actor: caller.actor,
+        action: 'member.added',
+        objectType: 'user',
+        objectId: user.id,
+        data: { email: user.email, role: input.role },
+        requestId,
+      });
+      const signInUrl = await this.newSignInLink(trx, user.id, caller.orgId);
+      const member: MemberObject = {
+        object: 'member',
+        user_id: user.id,
+        email: user.email,
+        role: input.role,
+        has_password: user.password_hash !== null,
+        created_at: new Date().toISOString(),
+      };
+      return { member, signInUrl };
+    });
+  }
+
+  /** A fresh one-time sign-in link for a member (the CLI's `users link`, a lost invitation). */
+  async signInLink(orgId: string, userId: string): Promise<string> {
+    return this.deps.db.transaction(async (trx) => {
+      if (!(await repo.findMembership(trx, orgId, userId))) throw notFound(`No member ${userId} in org ${orgId}`);
+      return this.newSignInLink(trx, userId, orgId);
+    });
+  }
+
+  private async newSignInLink(trx: Knex.Transaction, userId: string, orgId: string): Promise<string> {
+    const token = secretToken(LINK_TOKEN_PREFIX);
+    await repo.insertSignInLink(trx, { token_hash: hashSecret(token), user_id: userId, org_id: orgId, expires_at: new Date(Date.now() + SIGN_IN_LINK_MS) });
+    return `${this.deps.config.baseUrl}/console/sign-in/${token}`;
+  }
+
+  async members(orgId: string): Promise<MemberObject[]> {
+    return (await repo.listMembers(this.deps.db, orgId)).map(toMember);
+  }
+
+  /**
+   * Changes a member's role. Only an owner gives or takes the owner role; the org always keeps at
+   * least one owner.
+   */
+  async changeRole(caller: AuthContext, userId: string, role: Role, requestId?: string): Promise<MemberObject> {
+    await this.deps.db.transaction(async (trx) => {
+      const owners = await repo.lockOwners(trx, caller.orgId);
+      const current = await repo.findMembership(trx, caller.orgId, userId, { forUpdate: true });
+      if (!current) throw notFound(`No member ${userId}`);
+      if ((role === 'owner' || current.role === 'owner') && caller.role !== 'owner') throw forbidden('Only an owner can give or take the owner role');
+      if (current.role === 'owner' && role !== 'owner' && owners.length === 1) throw conflict('The org must keep at least one owner: make someone else an owner first', 'last_owner');
+      if (current.role === role) return;
+      await repo.updateMembershipRole(trx, caller.orgId, userId, role);
+      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'member.role_changed', objectType: 'user', objectId: userId, data: { from: current.role, to: role }, requestId });
+    });
+    const member = (await this.members(caller.orgId)).find((m) => m.user_id === userId);
+    return member!;
+  }
+
+  /** Removes a member from the org and ends their console sessions in it. */
+  async removeMember(caller: AuthContext, userId: string, requestId?: string): Promise<void> {
+    await this.deps.db.transaction(async (trx) => {
+      const owners = await repo.lockOwners(trx, caller.orgId);
+      const current = await repo.findMembership(trx, caller.orgId, userId, { forUpdate: true });
+      if (!current) throw notFound(`No member ${userId}`);
+      if (current.role === 'owner' && caller.role !== 'owner') throw forbidden('Only an owner can remove an owner');
+      if (current.role === 'owner' && owners.length === 1) throw conflict('The org must keep at least one owner: make someone else an owner first', 'last_owner');
+      await repo.deleteMembership(trx, caller.orgId, userId);
+      await repo.signOutEverywhere(trx, caller.orgId, userId);
+      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'member.removed', objectType: 'user', objectId: userId, data: { role: current.role }, requestId });
+    });
+  }
+
+  /** Signs in with a one-time link: the first use opens a console session, any other is refused. */
+  async signInWithLink(token: string, address: string): Promise<NewConsoleSession> {
+    await this.consume(this.perAddress, address, 'sign-in attempts from this address');
+    return this.deps.db.transaction(async (trx) => {
+      const link = await repo.useSignInLink(trx, hashSecret(token));
+      if (!link) throw unauthenticated('This sign-in link has been used or has expired; ask an admin of your org for a new one');
+      if (!(await repo.findMembership(trx, link.org_id, link.user_id))) throw unauthenticated('You are no longer a member of this org');
+      return this.openSession(trx, link.user_id, link.org_id, 'link');
+    });
+  }
+
+  /**
+   * Signs in with an email and password, into the org given or the person's first. Attempts are
+   * limited per client address and failures per account; a wrong email and a wrong password are
+   * refused alike, in about the same time.
+   */
+  async signInWithPassword(input: { email: string; password: string; orgId?: string }, address: string): Promise<NewConsoleSession> {
+    const account = input.email.trim().toLowerCase();
+    await this.consume(this.perAddress, address, 'sign-in attempts from this address');
+    await this.refuseIfLocked(account);
+    const user = await repo.findUserByEmail(this.deps.db, account);
+    const valid = user?.password_hash ? await verifyPassword(user.password_hash, input.password) : (await spendVerifyTime(input.password), false);
+    if (!user || !valid) {
+      await this.consume(this.perAccount, account, 'failed sign-ins for this account').catch((error: unknown) => {
+        this.deps.logger.warn({ account_hash: hashSecret(account).slice(0, 12) }, 'sign-ins refused for an account after repeated failures');
+        throw error;
+      });
+      throw unauthenticated('Wrong email or password');
+    }
+    const memberships = await repo.membershipsOf(this.deps.db, user.id);
+    const membership = input.orgId ? memberships.find((m) => m.org_id === input.orgId) : memberships[0];
+    if (!membership) throw unauthenticated('This account is not a member of any org (or not of that one)');
+    await this.perAccount.delete(account).catch(() => undefined);
+    return this.deps.db.transaction((trx) => this.openSession(trx, user.id, membership.org_id, 'password'));
+  }
+
+  private async openSession(trx: Knex.Transaction, userId: string, orgId: string, method: 'link' | 'password'): Promise<NewConsoleSession> {
+    const token = secretToken(CONSOLE_TOKEN_PREFIX);
+    const csrfToken = randomBytes(24).toString('base64url');
+    await repo.insertConsoleSession(trx, {
+      token_hash: hashSecret(token),
+      user_id: userId,
+      org_id: orgId,
+      csrf_token: csrfToken,
+      expires_at: new Date(Date.now() + this.deps.config.consoleSessionMs),
+    });
+    const user = (await repo.findUser(trx, userId))!;
+    await recordAudit(trx, { orgId, actor: { type: 'user', email: user.email }, action: 'user.signed_in', objectType: 'user', objectId: userId, data: { method } });
+    return { token, csrfToken, userId, orgId };
+  }
+
+  /** Ends a console session (sign-out); a token that was not live is ignored. */
+  async signOut(token: string): Promise<void> {
+    const hash = hashSecret(token);
+    const ended = await repo.signOutConsoleSession(this.deps.db, hash);
+    this.touched.delete(hash);
+    if (!ended) return;
+    const user = await repo.findUser(this.deps.db, ended.user_id);
+    await recordAudit(this.deps.db, { orgId: ended.org_id, actor: { type: 'user', email: user?.email ?? null }, action: 'user.signed_out', objectType: 'user', objectId: ended.user_id });
+  }
+
+  /** The live sign-in of a console session token, or null (signed out, expired, idle, removed). */
+  async signedIn(token: string | undefined): Promise<SignedIn | null> {
+    if (!token?.startsWith(CONSOLE_TOKEN_PREFIX)) return null;
+    const hash = hashSecret(token);
+    const row = await repo.findSignedIn(this.deps.db, hash, Math.floor(this.deps.config.consoleIdleMs / 1000));
+    if (!row || !row.role) return null;
+    const last = this.touched.get(hash) ?? row.last_seen_at.getTime();
+    if (Date.now() - last > TOUCH_EVERY_MS) {
+      this.touched.set(hash, Date.now());
+      if (this.touched.size > 10_000) this.touched.clear();
+      repo.touchConsoleSession(this.deps.db, hash).catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not touch a console session'));
+    }
+    return {
+      auth: { orgId: row.org_id, keyId: null, userId: row.user_id, role: row.role, actor: { type: 'user', email: row.email } },
+      email: row.email,
+      csrfToken: row.csrf_token,
+    };
+  }
+
+  /**
+   * What a `/v1` request made with a console session acts as: 401 when the session is not live;
+   * a request that changes something (`unsafe`) must carry the session's CSRF token.
+   */
+  async authenticate(token: string, request: { unsafe: boolean; csrfToken: string | undefined }): Promise<AuthContext> {
+    const signedIn = await this.signedIn(token);
+    if (!signedIn) throw unauthenticated('Your console sign-in has ended; sign in again at /console/sign-in');
+    if (request.unsafe && !(request.csrfToken && sameSecret(request.csrfToken, signedIn.csrfToken))) {
+      throw new ApiError('permission', 'Missing or wrong CSRF token: send the X-CSRF-Token header the console page gives', { code: 'csrf' });
+    }
+    return signedIn.auth;
+  }
+
+  /** Sets the signed-in person's password; once one is set, the current one is needed to change it. */
+  async setPassword(auth: AuthContext, input: { password: string; currentPassword?: string }): Promise<void> {
+    if (!auth.userId) throw forbidden('API keys have no password; sign in to the console to set yours');
+    checkNewPassword(input.password);
+    const user = await repo.findUser(this.deps.db, auth.userId);
+    if (!user) throw notFound('No such user');
+    if (user.password_hash && !(input.currentPassword && (await verifyPassword(user.password_hash, input.currentPassword)))) {
+      throw invalidRequest('current_password is wrong');
+    }
+    await this.deps.db.transaction(async (trx) => {
+      await repo.setPasswordHash(trx, user.id, await hashPassword(input.password));
+      await recordAudit(trx, { orgId: auth.orgId, actor: auth.actor, action: 'user.password_set', objectType: 'user', objectId: user.id });
+    });
+  }
+
+  private async refuseIfLocked(account: string): Promise<void> {
+    const state = await this.perAccount.get(account).catch(() => null);
+    if (state && state.consumedPoints >= SIGN_IN_LIMITS.perAccount) throw this.tooMany('failed sign-ins for this account', state);
+  }
+
+  private async consume(limiter: RateLimiterRedis, key: string, what: string): Promise<void> {
+    try {
+      await limiter.consume(key);
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes) throw this.tooMany(what, rejection);
+      throw rejection;
+    }
+  }
+
+  private tooMany(what: string, state: RateLimiterRes): ApiError {
+    const seconds = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
+    return new ApiError('rate_limit', `Too many ${what}; try again in ${Math.ceil(seconds / 60)} min`, { headers: { 'Retry-After': String(seconds) } });
+  }
+}
