@@ -61,6 +61,7 @@ export function createApp(container: Container, options: { validateResponses?: b
   const routes = allRoutes(container);
   const routed = routedMiddleware(routes, {
     authenticate: (header) => container.apiKeys.authenticate(header),
+    idempotency: container.idempotency,
     validateResponses: options.validateResponses ?? false,
   });
   const largeBodyPaths = new Set(routes.filter((route) => route.bodyLimitBytes).map((route) => route.path));

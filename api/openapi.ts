@@ -4,7 +4,7 @@ import { LegacyErrorSchema } from './schemas/legacy.schemas';
 import { isLegacyPath, legacySecurity } from './legacy-paths';
 import { ComponentRegistry, type JsonSchema } from './openapi-components';
 import { exampleOf } from './openapi-examples';
-import { errorExample } from './openapi-error-examples';
+import { errorExample, idempotencyConflictExample } from './openapi-error-examples';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid field (invalid_request).',
@@ -42,6 +42,20 @@ function unavailableResponse(errorSchema: string, ownText?: string): Record<stri
     content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(503, errorSchema.endsWith('LegacyError')) } },
   };
 }
+
+const IDEMPOTENCY_CONFLICT_TEXT = 'The Idempotency-Key was already used with another request (conflict, idempotency_conflict).';
+
+/** The `Idempotency-Key` header of the creates (`idempotent` routes), declared once in components.parameters. */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; ' +
+    'the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").',
+  schema: { type: 'string', minLength: 1, maxLength: 200 },
+  example: '5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11',
+};
 
 function stripForOpenApi(schema: unknown): unknown {
   // TypeBox schemas are plain JSON Schema once serialised; `$id` would clash when reused inline.
@@ -103,6 +117,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       statuses.add(429);
     }
     if (route.body || route.query || route.params) statuses.add(400);
+    if (route.idempotent) statuses.add(409);
     const unavailable = !WITHOUT_BACKING_SERVICES.has(route.operationId);
     if (unavailable) statuses.add(503);
     const own503 = OWN_503_TEXT[route.operationId] ?? STATUS_TEXT[503]!;
@@ -114,9 +129,11 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
           : { $ref: legacy ? '#/components/responses/LegacyUnavailable' : '#/components/responses/Unavailable' };
         continue;
       }
+      // A create's 409 when its own errors have none: an Idempotency-Key reused with another request.
+      const keyConflict = status === 409 && route.idempotent && !route.errors.includes(409);
       responses[String(status)] = {
-        description: status === 503 ? own503 : STATUS_TEXT[status] ?? 'Error',
-        content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(status, legacy) } },
+        description: keyConflict ? IDEMPOTENCY_CONFLICT_TEXT : status === 503 ? own503 : STATUS_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: { $ref: errorSchema }, example: keyConflict ? idempotencyConflictExample() : errorExample(status, legacy) } },
       };
     }
     const operation: Record<string, unknown> = {
@@ -124,7 +141,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: [route.tag],
-      parameters: parameters(route),
+      parameters: route.idempotent ? [...parameters(route), { $ref: '#/components/parameters/IdempotencyKey' }] : parameters(route),
       responses,
       security: legacy ? legacySecurity(route.path) : route.auth === 'api_key' ? [{ apiKey: [] }] : [],
     };
@@ -144,6 +161,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     paths,
     components: {
       schemas: sortedByName(registry.schemas),
+      parameters: { IdempotencyKey: IDEMPOTENCY_KEY_PARAMETER },
       responses: {
         Unavailable: unavailableResponse('#/components/schemas/Error'),
         LegacyUnavailable: unavailableResponse('#/components/schemas/LegacyError'),

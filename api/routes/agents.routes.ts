@@ -39,6 +39,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       body: CreateAgentBody,
       response: AgentSchema,
       errors: [409],
+      idempotent: true,
       handler: async ({ auth, body, requestId }) => agents.create(auth.orgId, body, { actor: auth.actor, requestId }),
     }),
     defineRoute({
