@@ -57,6 +57,11 @@ const IDEMPOTENCY_KEY_PARAMETER = {
   example: '5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11',
 };
 
+const IDEMPOTENT_REPLAYED_HEADER = {
+  description: '`true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise.',
+  schema: { type: 'string', enum: ['true'] },
+};
+
 function stripForOpenApi(schema: unknown): unknown {
   // TypeBox schemas are plain JSON Schema once serialised; `$id` would clash when reused inline.
   return JSON.parse(JSON.stringify(schema), (key, value) => (key === '$id' ? undefined : value));
@@ -108,6 +113,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
           ? { description: route.response.description, content: { [route.response.contentType]: { schema: { type: 'string', format: 'binary' } } } }
           : { description: 'OK', content: jsonContent(registry, route.response) },
     };
+    if (route.idempotent === true) (responses['200'] as Record<string, unknown>).headers = { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER };
     // The older session-token API authenticates in its handlers and answers errors in its own shape.
     const legacy = isLegacyPath(route.path);
     const errorSchema = legacy ? '#/components/schemas/LegacyError' : '#/components/schemas/Error';

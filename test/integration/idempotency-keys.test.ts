@@ -148,6 +148,7 @@ describe('Idempotency-Key on the /v1 creates', function () {
         if (!operation.parameters.some((parameter) => parameter.$ref === '#/components/parameters/IdempotencyKey')) continue;
         withHeader.push(operation.operationId);
         expect(operation.responses, operation.operationId).to.have.property('409');
+        if (operation.operationId !== 'startTask') expect((operation.responses['200'] as { headers?: object }).headers, operation.operationId).to.have.property('Idempotent-Replayed');
       }
     }
     expect(withHeader.sort()).to.deep.equal(
