@@ -126,6 +126,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       params: AgentIdParams,
       response: PublishedAgentSchema,
       errors: [404, 409],
+      idempotent: true,
       handler: async ({ auth, params, requestId }) => agents.publishDraft(auth.orgId, params.agent_id, { actor: auth.actor, requestId }),
     }),
     defineRoute({

@@ -139,6 +139,21 @@ describe('Idempotency-Key on the /v1 creates', function () {
     expect(retried.body.test_set_id).to.not.equal(first.body.test_set_id);
   });
 
+  it('gives a retried publish the version it published, not 409 no_draft', async () => {
+    const agentId = `publish-${keyCount}`;
+    expect((await post('/v1/agents', { agent_id: agentId }, undefined)).status).to.equal(200);
+    expect((await service.api(org.key, 'PATCH', `/v1/agents/${agentId}/draft`, { instructions: 'Be brief.' })).status).to.equal(200);
+    const key = newKey();
+    const published = await post(`/v1/agents/${agentId}/draft/publish`, undefined, key);
+    expect(published.status, JSON.stringify(published.body)).to.equal(200);
+    const retried = await post(`/v1/agents/${agentId}/draft/publish`, undefined, key);
+    expect(retried.status, JSON.stringify(retried.body)).to.equal(200);
+    expect(retried.headers.get('idempotent-replayed')).to.equal('true');
+    expect(retried.body).to.deep.equal(published.body);
+    // Without the key, there is nothing left to publish.
+    expect((await post(`/v1/agents/${agentId}/draft/publish`, undefined, undefined)).body.error.code).to.equal('no_draft');
+  });
+
   it('shows the Idempotency-Key header, and its 409, on every create in /openapi.json and on no other operation', async () => {
     const document = (await service.api(null, 'GET', '/openapi.json')).body;
     expect(document.components.parameters.IdempotencyKey).to.include({ name: 'Idempotency-Key', in: 'header', required: false });
@@ -152,7 +167,7 @@ describe('Idempotency-Key on the /v1 creates', function () {
       }
     }
     expect(withHeader.sort()).to.deep.equal(
-      ['batchTestCases', 'createAgent', 'createRunner', 'createSession', 'createStartState', 'createTestRun', 'createTestSet', 'startTask'].sort(),
+      ['batchTestCases', 'createAgent', 'createRunner', 'createSession', 'createStartState', 'createTestRun', 'createTestSet', 'publishAgentDraft', 'startTask'].sort(),
     );
   });
 });
