@@ -44,7 +44,7 @@ export class Deskhand {
   /**
    * Any operation of the API, typed from its path and method:
    * `deskhand.request('get', '/v1/tasks/{task_id}', { path: { task_id } })`. POSTs get an
-   * `Idempotency-Key` (yours or a new one), so their retries are safe.
+   * `Idempotency-Key` (yours, or a new one; `idempotencyKey: null` for none), so their retries are safe.
    */
   request<M extends Method, P extends PathsWith<M>>(method: M, path: P, options: RequestOptions<OperationAt<P, M>>): Answer<P, M>;
   async request(method: Method, path: string, given: object): Promise<unknown> {
@@ -61,7 +61,7 @@ export class Deskhand {
         path: filled,
         query: options.query,
         body: options.body,
-        idempotencyKey: post ? (options.idempotencyKey ?? randomUUID()) : undefined,
+        idempotencyKey: post && options.idempotencyKey !== null ? (options.idempotencyKey ?? randomUUID()) : undefined,
         signal: options.signal,
         timeoutMs: options.timeoutMs,
       })
@@ -113,7 +113,7 @@ export class Deskhand {
     startTask: (sessionId: string, body: BodyOf<'/v1/sessions/{session_id}/tasks', 'post'>, options: CallOptions = {}): Answer<'/v1/sessions/{session_id}/tasks', 'post'> =>
       this.request('post', '/v1/sessions/{session_id}/tasks', {
         ...options,
-        idempotencyKey: body.request_id ?? options.idempotencyKey,
+        idempotencyKey: body.request_id ?? options.idempotencyKey ?? randomUUID(),
         path: { session_id: sessionId },
         body,
       }),
@@ -129,10 +129,11 @@ export class Deskhand {
     /**
      * Answers `task.pending`: `{ question_id, answer }` or `{ approval_id, decision, note? }`.
      * The first answer wins: a later one is a ConflictError with `code: 'already_answered'` and
-     * `answered_by`. Not retried after a lost connection (it may have been taken).
+     * `answered_by`. Not retried after a lost connection: it may have been taken, and a second
+     * try would only meet `already_answered`.
      */
-    respond: (taskId: string, body: BodyOf<'/v1/tasks/{task_id}/respond', 'post'>, options: CallOptions = {}): Answer<'/v1/tasks/{task_id}/respond', 'post'> =>
-      this.request('post', '/v1/tasks/{task_id}/respond', { ...options, path: { task_id: taskId }, body }),
+    respond: (taskId: string, body: BodyOf<'/v1/tasks/{task_id}/respond', 'post'>, options: Omit<CallOptions, 'idempotencyKey'> = {}): Answer<'/v1/tasks/{task_id}/respond', 'post'> =>
+      this.request('post', '/v1/tasks/{task_id}/respond', { ...options, idempotencyKey: null, path: { task_id: taskId }, body }),
     /** Stops the task; an ended task is returned as it is (stopping twice is harmless). */
     stop: (taskId: string, options: CallOptions = {}): Answer<'/v1/tasks/{task_id}/stop', 'post'> =>
       this.request('post', '/v1/tasks/{task_id}/stop', { ...options, path: { task_id: taskId } }),

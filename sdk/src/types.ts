@@ -63,8 +63,12 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Per-attempt timeout in milliseconds, in place of the client's. */
   timeoutMs?: number;
-  /** For a POST that creates: the `Idempotency-Key` to send (default: a new random one per call, reused by its retries). */
-  idempotencyKey?: string;
+  /**
+   * For a POST: the `Idempotency-Key` to send. Default: a new random one per call, reused by its
+   * retries, so a retry after a lost connection cannot create twice. `null` sends none, and a
+   * lost connection is then not retried.
+   */
+  idempotencyKey?: string | null;
 }
 
 type PathPart<O> = [PathParams<O>] extends [never] ? { path?: undefined } : { path: PathParams<O> };
