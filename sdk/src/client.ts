@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { HttpClient, type HttpOptions, type HttpRequest } from './http.js';
 import { TaskFollow, type FollowOptions } from './follow.js';
+import { everyItem } from './pages.js';
 import type {
+  AuditLogEntry,
   CallOptions,
   Method,
   OperationAt,
@@ -9,6 +11,8 @@ import type {
   RequestOptions,
   ResponseOf,
   paths,
+  Session,
+  Task,
 } from './types.js';
 
 export type DeskhandOptions = HttpOptions;
@@ -100,6 +104,9 @@ export class Deskhand {
     /** One page, newest first; pass `next_cursor` as `cursor` for the next. */
     list: (query: QueryOf<'/v1/sessions', 'get'> = {}, options: CallOptions = {}): Answer<'/v1/sessions', 'get'> =>
       this.request('get', '/v1/sessions', { ...options, query }),
+    /** Every session matching `query`, newest first, reading page after page as you iterate. */
+    listAll: (query: QueryOf<'/v1/sessions', 'get'> = {}, options: CallOptions = {}): AsyncGenerator<Session, void, undefined> =>
+      everyItem((page) => this.sessions.list(page, options), query),
     /** Ends the session: its code and token stop working. */
     expire: (sessionId: string, options: CallOptions = {}): Answer<'/v1/sessions/{session_id}/expire', 'post'> =>
       this.request('post', '/v1/sessions/{session_id}/expire', { ...options, path: { session_id: sessionId } }),
@@ -126,6 +133,9 @@ export class Deskhand {
     /** One page, newest first; filter by `session_id`, `agent_id`, `status`. */
     list: (query: QueryOf<'/v1/tasks', 'get'> = {}, options: CallOptions = {}): Answer<'/v1/tasks', 'get'> =>
       this.request('get', '/v1/tasks', { ...options, query }),
+    /** Every task matching `query`, newest first, reading page after page as you iterate. */
+    listAll: (query: QueryOf<'/v1/tasks', 'get'> = {}, options: CallOptions = {}): AsyncGenerator<Task, void, undefined> =>
+      everyItem((page) => this.tasks.list(page, options), query),
     /**
      * Answers `task.pending`: `{ question_id, answer }` or `{ approval_id, decision, note? }`.
      * The first answer wins: a later one is a ConflictError with `code: 'already_answered'` and
@@ -176,5 +186,8 @@ export class Deskhand {
     /** One page of the org's audit log, newest first; filter by `object_type`, `object_id`, `action`. */
     list: (query: QueryOf<'/v1/audit_log', 'get'> = {}, options: CallOptions = {}): Answer<'/v1/audit_log', 'get'> =>
       this.request('get', '/v1/audit_log', { ...options, query }),
+    /** Every entry matching `query`, newest first, reading page after page as you iterate. */
+    listAll: (query: QueryOf<'/v1/audit_log', 'get'> = {}, options: CallOptions = {}): AsyncGenerator<AuditLogEntry, void, undefined> =>
+      everyItem((page) => this.auditLog.list(page, options), query),
   };
 }

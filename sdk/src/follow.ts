@@ -52,6 +52,7 @@ export class TaskFollow implements AsyncIterable<TaskEvent> {
         if (event.cursor <= this.cursor) continue;
         this.cursor = event.cursor;
         yield event;
+        this.options.signal?.throwIfAborted();
       }
       this.cursor = Math.max(this.cursor, page.cursor);
       // Ended, and every event up to the task's own cursor read: nothing more will come.

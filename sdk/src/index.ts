@@ -4,6 +4,7 @@
  */
 export { Deskhand, type DeskhandOptions } from './client.js';
 export { TaskFollow, type FollowOptions } from './follow.js';
+export { everyItem, type Page } from './pages.js';
 export { parseRetryAfter, type RetryOptions, type RetryInfo, type HttpOptions } from './http.js';
 export {
   DeskhandError,

@@ -26,7 +26,7 @@ describe('the SDK as an integrator gets it (npm pack, installed in a scratch pro
     const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
     await writeFile(path.join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
     await npm(['install', path.join(scratch, filename)], scratch);
-    await copyFile(path.join(__dirname, 'sdk-scratch', 'drive.mjs'), path.join(scratch, 'drive.mjs'));
+    for (const file of ['drive.mjs', 'consumer.ts']) await copyFile(path.join(__dirname, 'sdk-scratch', file), path.join(scratch, file));
     service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_ALLOW_PRIVATE_URLS: '1' });
   });
   after(async () => {
@@ -44,6 +44,26 @@ describe('the SDK as an integrator gets it (npm pack, installed in a scratch pro
     const files = stdout.trim().split('\n').sort();
     expect(files).to.include.members(['./README.md', './package.json', './dist/index.js', './dist/index.d.ts', './dist/webhooks.js', './dist/generated/openapi.d.ts']);
     expect(files.filter((file) => !file.startsWith('./dist/') && !['./README.md', './package.json'].includes(file))).to.deep.equal([]);
+  });
+
+  it('type-checks an integrator\'s TypeScript against the installed declarations (and refuses wrong calls)', async () => {
+    const tsconfig = {
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        strict: true,
+        noEmit: true,
+        // The package's own declarations are checked too; only Node's are taken as given.
+        skipLibCheck: false,
+        types: ['node'],
+        typeRoots: [path.join(root, 'node_modules', '@types')],
+      },
+      files: ['consumer.ts'],
+    };
+    await writeFile(path.join(scratch, 'tsconfig.json'), JSON.stringify(tsconfig));
+    const checked = await run(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: scratch }).catch((error: { stdout: string }) => error);
+    expect(checked.stdout).to.equal('');
   });
 
   it('drives a task on the reference desktop client: follows it, answers its question, sees it complete, verifies its webhooks', async () => {

@@ -183,7 +183,7 @@ describe('SDK client: retries and errors (against a local server)', () => {
   });
 });
 
-describe('SDK client: errors from the service itself', () => {
+describe('SDK client against the service', () => {
   let service: TestService;
   before(async () => {
     service = await startTestService({}, ['web']);
@@ -203,5 +203,20 @@ describe('SDK client: errors from the service itself', () => {
     expect(invalid).to.include({ status: 400, type: 'invalid_request', name: 'InvalidRequestError' });
     expect((invalid as DeskhandError).message).to.include('limit');
     expect(await client.me()).to.include({ object: 'api_key_identity' });
+  });
+
+  it('reads every page of a list with listAll, keeping the filters', async () => {
+    const { key } = await service.newOrg();
+    const client = new Deskhand({ apiKey: key, baseUrl: service.baseUrl });
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await client.sessions.create({ metadata: { i: String(i) } })).session_id);
+    const seen: string[] = [];
+    for await (const session of client.sessions.listAll({ limit: 2, status: 'waiting' })) seen.push(session.session_id);
+    expect(seen).to.deep.equal([...made].reverse());
+    const first = await client.sessions.list({ limit: 2 });
+    expect(first.has_more).to.equal(true);
+    const created: string[] = [];
+    for await (const entry of client.auditLog.listAll({ limit: 2, action: 'session.created' })) created.push(String(entry.object_id));
+    expect(created).to.have.members(made);
   });
 });
