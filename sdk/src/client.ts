@@ -50,8 +50,13 @@ export class Deskhand {
    * `deskhand.request('get', '/v1/tasks/{task_id}', { path: { task_id } })`. POSTs get an
    * `Idempotency-Key` (yours, or a new one; `idempotencyKey: null` for none), so their retries are safe.
    */
-  request<M extends Method, P extends PathsWith<M>>(method: M, path: P, options: RequestOptions<OperationAt<P, M>>): Answer<P, M>;
-  async request(method: Method, path: string, given: object): Promise<unknown> {
+  request<M extends Method, P extends PathsWith<M>>(
+    method: M,
+    path: P,
+    // Optional when the operation needs no path parameters and no body.
+    ...options: {} extends RequestOptions<OperationAt<P, M>> ? [options?: RequestOptions<OperationAt<P, M>>] : [options: RequestOptions<OperationAt<P, M>>]
+  ): Answer<P, M>;
+  async request(method: Method, path: string, given: object = {}): Promise<unknown> {
     const options = given as CallOptions & { path?: Record<string, string | number>; query?: HttpRequest['query']; body?: unknown };
     const filled = path.replace(/\{([^}]+)\}/g, (_match, name: string) => {
       const value = options.path?.[name];

@@ -15,6 +15,8 @@ export async function integrate(deskhand: Deskhand, code: string): Promise<strin
   const hook: Webhook = await deskhand.webhook.update({ url: 'https://example.com/hooks', events: ['task.completed'] });
   const runner = await deskhand.request('get', '/v1/runners/{runner_id}', { path: { runner_id: 'rn_1' } });
   const runnerName: string = runner.name;
+  const runners = await deskhand.request('get', '/v1/runners');
+  const firstRunner: string | undefined = runners.data[0]?.runner_id;
   try {
     await deskhand.tasks.stop(started.task_id);
   } catch (error) {
@@ -27,12 +29,14 @@ export async function integrate(deskhand: Deskhand, code: string): Promise<strin
   await deskhand.request('get', '/v1/nothing', {});
   // @ts-expect-error: the path parameters are required
   await deskhand.request('get', '/v1/tasks/{task_id}', {});
+  // @ts-expect-error: and so are the options that carry them
+  await deskhand.request('get', '/v1/tasks/{task_id}');
   // @ts-expect-error: not an event type
   await deskhand.webhook.update({ events: ['task.exploded'] });
   // @ts-expect-error: a decision is approve or deny
   await deskhand.tasks.respond(started.task_id, { approval_id: 'appr_1', decision: 'maybe' });
 
-  return `${status} ${hook.url} ${runnerName} ${follow.task?.result}`;
+  return `${status} ${hook.url} ${runnerName} ${firstRunner} ${follow.task?.result}`;
 }
 
 export function receive(rawBody: Buffer, header: string | string[] | undefined, secret: string): WebhookEvent | null {
