@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SDK_TYPES_PATH, sdkTypesOf } from '../../scripts/sdk-types';
+import { SDK_TYPES_PATH, sdkTypesOf, servedDocument } from '../../scripts/sdk-types';
 import { startTestService, type TestService } from '../support/service';
 
 describe('the SDK types (sdk/src/generated/openapi.ts)', () => {
@@ -27,6 +27,12 @@ describe('the SDK types (sdk/src/generated/openapi.ts)', () => {
           `${JSON.stringify(lines.checkedIn[at])} instead of ${JSON.stringify(lines.expected[at])}). Run \`npm run sdk:generate\` and commit the result.`,
       );
     }
+  });
+
+  it('come from the same document whether built in-process (npm run sdk:generate) or served', async () => {
+    const served = (await service.api(null, 'GET', '/openapi.json')).body;
+    const built = servedDocument(service.running.container);
+    expect(await sdkTypesOf(built)).to.equal(await sdkTypesOf(served));
   });
 
   it('name the resources a client needs', async () => {
