@@ -35,8 +35,8 @@ type Answer<P extends keyof paths, M extends Method> = Promise<ResponseOf<Operat
  * Every method resolves with the service's object (typed from its OpenAPI document) or throws a
  * {@link DeskhandError} subclass (an HTTP error) or a {@link DeskhandConnectionError}. 429, 500
  * and 503 are retried with backoff (honouring `Retry-After`), connection failures too when the
- * request is safe to repeat; POSTs that create send an `Idempotency-Key`, so a retry never
- * creates twice.
+ * request is safe to repeat. POSTs send an `Idempotency-Key`, the same on each retry, so a
+ * retry never creates twice.
  */
 export class Deskhand {
   private readonly http: HttpClient;
