@@ -50,10 +50,78 @@ export interface paths {
         };
         /**
          * The org and API key this request acts as
-         * @description Which org and API key the request acts as (`org_id`, `key_id`, the key's name and prefix): the cheapest way to check that a key works. Any API key of the org may call it. 401 authentication when the key is missing, wrong or revoked.
+         * @description Which org and API key (or signed-in person) the request acts as (`org_id`, `key_id` or `user_id`, the `role`, the key's name and prefix): the cheapest way to check that a key works. Any API key of the org may call it. 401 authentication when the key is missing, wrong or revoked.
          */
         get: operations["getIdentity"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The people of the org and their roles, in one page
+         * @description Everyone who can sign in to the org's console, oldest first, with their role. Any member may call it.
+         */
+        get: operations["listMembers"];
+        put?: never;
+        /**
+         * Invite a person with a role; answers a one-time sign-in link for them
+         * @description Adds the person to the org with the role (their account is made if the address is new) and answers a one-time sign-in link, valid 7 days, to send them. Only an owner can invite an owner. 409 `already_member` when they already belong to the org.
+         */
+        post: operations["inviteMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/members/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a person from the org
+         * @description Their console sign-ins to the org end at once. Only an owner removes an owner; the org always keeps one owner (409 `last_owner`). Needs the admin role or an API key (a member gets 403 `permission`).
+         */
+        delete: operations["removeMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Takes effect on the person's next request. Only an owner gives or takes the owner role; the org always keeps one owner (409 `last_owner`).
+         */
+        patch: operations["changeMemberRole"];
+        trace?: never;
+    };
+    "/v1/me/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set or change the signed-in person's password
+         * @description For a person signed in to the console (with its CSRF token); an API key has no password (403). Once a password is set, `current_password` is needed to change it. The password is kept as an argon2id hash.
+         */
+        put: operations["setPassword"];
         post?: never;
         delete?: never;
         options?: never;
@@ -70,7 +138,7 @@ export interface paths {
         };
         /**
          * Every change made in the org, newest first
-         * @description Every change made in the org (agents, sessions, tasks, API keys, webhooks, …) with who made it and the request_id, newest first, a page at a time (`cursor`), filtered by object_type, object_id or action. Any API key of the org may call it. 400 invalid_request for a malformed filter or cursor.
+         * @description Every change made in the org (agents, sessions, tasks, API keys, webhooks, …) with who made it and the request_id, newest first, a page at a time (`cursor`), filtered by object_type, object_id or action. Any API key of the org may call it. 400 invalid_request for a malformed filter or cursor. Needs the admin role or an API key (a member gets 403 `permission`).
          */
         get: operations["listAuditLog"];
         put?: never;
@@ -96,7 +164,7 @@ export interface paths {
         put?: never;
         /**
          * Create an agent (version 1, published, no draft)
-         * @description Fields left out take their defaults. is_default: true makes it the org's default agent. 409 conflict when the agent_id exists.
+         * @description Fields left out take their defaults. is_default: true makes it the org's default agent. 409 conflict when the agent_id exists. Needs the admin role or an API key (a member gets 403 `permission`).
          */
         post: operations["createAgent"];
         delete?: never;
@@ -124,7 +192,7 @@ export interface paths {
         head?: never;
         /**
          * Publish a change directly (version + 1)
-         * @description Sent fields change over the published version, which is published as the next version; a draft, if any, is kept as it is (its based_on_version is now lower than version). A body with only is_default changes the default agent without a new version. 409 default_agent_required for is_default: false on the default agent.
+         * @description Sent fields change over the published version, which is published as the next version; a draft, if any, is kept as it is (its based_on_version is now lower than version). A body with only is_default changes the default agent without a new version. 409 default_agent_required for is_default: false on the default agent. Needs the admin role or an API key (a member gets 403 `permission`).
          */
         patch: operations["updateAgent"];
         trace?: never;
@@ -168,7 +236,7 @@ export interface paths {
         put?: never;
         /**
          * Publish the draft as the next version
-         * @description The draft, whole, becomes version + 1 and has_draft is false. When its based_on_version was below version, the versions published since are undone: undone_versions names them. 409 no_draft without a draft.
+         * @description The draft, whole, becomes version + 1 and has_draft is false. When its based_on_version was below version, the versions published since are undone: undone_versions names them. 409 no_draft without a draft. Needs the admin role or an API key (a member gets 403 `permission`).
          */
         post: operations["publishAgentDraft"];
         delete?: never;
@@ -228,7 +296,7 @@ export interface paths {
         put?: never;
         /**
          * Put an earlier version in the draft
-         * @description That version replaces any draft. The draft counts as started from the current published version (based_on_version = version) and shows restored_from_version. Nothing changes for sessions and tasks until it is published. 404 for a version that does not exist.
+         * @description That version replaces any draft. The draft counts as started from the current published version (based_on_version = version) and shows restored_from_version. Nothing changes for sessions and tasks until it is published. 404 for a version that does not exist. Needs the admin role or an API key (a member gets 403 `permission`).
          */
         post: operations["restoreAgentVersion"];
         delete?: never;
@@ -271,13 +339,13 @@ export interface paths {
         get: operations["getAgentFile"];
         /**
          * Create or replace a file
-         * @description Up to 256 KB of UTF-8 text per file; an agent holds at most 1,000 files and 10 MB (409 file_store_full past either). The org's team may always write, whatever tools.files says.
+         * @description Up to 256 KB of UTF-8 text per file; an agent holds at most 1,000 files and 10 MB (409 file_store_full past either). The org's team may always write, whatever tools.files says. Needs the admin role or an API key (a member gets 403 `permission`).
          */
         put: operations["putAgentFile"];
         post?: never;
         /**
          * Delete a file
-         * @description Returns the file as it was, without content. 404 when it does not exist.
+         * @description Returns the file as it was, without content. 404 when it does not exist. Needs the admin role or an API key (a member gets 403 `permission`).
          */
         delete: operations["deleteAgentFile"];
         options?: never;
@@ -518,7 +586,7 @@ export interface paths {
         };
         /**
          * The invite page: the agent's greeting, its name, the pairing code and how to connect
-         * @description The HTML page the invite link opens for the person: the agent's display name and greeting, the pairing code, and how to install the app and connect. 404 (still HTML) when the code is unknown or has expired. No authentication: the code is the capability.
+         * @description The HTML page the invite link opens for the person: the agent's display name and greeting, the pairing code (on one line, also on a phone), and how to install the app and connect; once a computer has paired, the session's state (connected, with the computer's name, or disconnected). In development only, how to try it with the reference desktop client. 404 (still HTML) when the code is unknown or has expired ("This session has ended" when a computer had paired). No authentication: the code is the capability.
          */
         get: operations["invitePage"];
         put?: never;
@@ -1723,7 +1791,12 @@ export interface components {
             /** @constant */
             object: "api_key_identity";
             org_id: string;
-            key_id: string;
+            /** @description The API key used; null for a person signed in to the console. */
+            key_id: string | null;
+            /** @description The signed-in person; null for an API key. */
+            user_id: string | null;
+            /** @description The role the request acts with: API keys act as admin. */
+            role: "owner" | "admin" | "member";
             name: string | null;
             prefix: string | null;
         };
@@ -1813,6 +1886,11 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** InvitedMember */
+        InvitedMember: components["schemas"]["Member"] & {
+            /** @description A one-time link (valid 7 days) that signs the person in to the console; send it to them. Shown only here. */
+            sign_in_url: string;
+        };
         /** LegacyError */
         LegacyError: {
             /** @description What went wrong, for people. */
@@ -1861,6 +1939,61 @@ export interface components {
             result?: string;
             /** @description Reason, when failed. */
             error?: string;
+        };
+        /**
+         * Member
+         * @example {
+         *       "object": "member",
+         *       "user_id": "usr_4k8w2m9x1c7q5n3v6b0e",
+         *       "email": "ada@example.com",
+         *       "role": "admin",
+         *       "has_password": true,
+         *       "created_at": "2026-03-02T09:14:05.000Z"
+         *     }
+         */
+        Member: {
+            /** @constant */
+            object: "member";
+            /** @description `usr_<id>` */
+            user_id: string;
+            email: string;
+            /** @description owner: everything an admin does, plus the plan and the owner role. admin: every call (as an API key). member: everything except the calls that need the admin role. */
+            role: "owner" | "admin" | "member";
+            /** @description False until the person has set a password (they signed in with a link only). */
+            has_password: boolean;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * MemberList
+         * @example {
+         *       "data": [
+         *         {
+         *           "object": "member",
+         *           "user_id": "usr_4k8w2m9x1c7q5n3v6b0e",
+         *           "email": "ada@example.com",
+         *           "role": "admin",
+         *           "has_password": true,
+         *           "created_at": "2026-03-02T09:14:05.000Z"
+         *         }
+         *       ],
+         *       "has_more": false,
+         *       "next_cursor": null
+         *     }
+         */
+        MemberList: {
+            data: components["schemas"]["Member"][];
+            /** @description True when another page follows: ask again with cursor=next_cursor. */
+            has_more: boolean;
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
+        };
+        /** PasswordUpdated */
+        PasswordUpdated: {
+            /** @constant */
+            object: "password";
+            /** @constant */
+            updated: true;
         };
         /** PublishedAgent */
         PublishedAgent: {
@@ -1975,6 +2108,14 @@ export interface components {
             } | null;
             /** @description Versions published after the draft's based_on_version whose changes this publish replaced (empty when none). */
             undone_versions: number[];
+        };
+        /** RemovedMember */
+        RemovedMember: {
+            /** @constant */
+            object: "member";
+            user_id: string;
+            /** @constant */
+            deleted: true;
         };
         /** Runner */
         Runner: {
@@ -2827,7 +2968,13 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /**
+         * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+         * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+         */
+        IdempotencyKey: string;
+    };
     requestBodies: never;
     headers: never;
     pathItems: never;
@@ -2964,6 +3111,8 @@ export interface operations {
                      *       "object": "api_key_identity",
                      *       "org_id": "org_5tq2w8e1rzk3m7n9p4vb",
                      *       "key_id": "key_9m3c2x7a4w8e1q5r6t0y",
+                     *       "user_id": "text",
+                     *       "role": "owner",
                      *       "name": "Office printer setup",
                      *       "prefix": "dh_live_4f9a"
                      *     }
@@ -2982,6 +3131,702 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "object": "member",
+                     *           "user_id": "usr_4k8w2m9x1c7q5n3v6b0e",
+                     *           "email": "ada@example.com",
+                     *           "role": "admin",
+                     *           "has_password": true,
+                     *           "created_at": "2026-03-02T09:14:05.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemberList"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    inviteMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "grace@example.com",
+                 *       "role": "member"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: email
+                     * @description The person's email address: their account, made if new.
+                     */
+                    email: string;
+                    /** @description owner: everything an admin does, plus the plan and the owner role. admin: every call (as an API key). member: everything except the calls that need the admin role. */
+                    role: "owner" | "admin" | "member";
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "member",
+                     *       "user_id": "usr_4k8w2m9x1c7q5n3v6b0e",
+                     *       "email": "ada@example.com",
+                     *       "role": "admin",
+                     *       "has_password": true,
+                     *       "created_at": "2026-03-02T09:14:05.000Z",
+                     *       "sign_in_url": "text"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvitedMember"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state (conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "This question was already answered by the person",
+                     *         "code": "already_answered",
+                     *         "answered_by": "customer"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `usr_<id>` */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "member",
+                     *       "user_id": "text",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RemovedMember"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object in this org, or no such route (not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "not_found",
+                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state (conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "This question was already answered by the person",
+                     *         "code": "already_answered",
+                     *         "answered_by": "customer"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    changeMemberRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `usr_<id>` */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "owner"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description owner: everything an admin does, plus the plan and the owner role. admin: every call (as an API key). member: everything except the calls that need the admin role. */
+                    role: "owner" | "admin" | "member";
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "member",
+                     *       "user_id": "usr_4k8w2m9x1c7q5n3v6b0e",
+                     *       "email": "ada@example.com",
+                     *       "role": "admin",
+                     *       "has_password": true,
+                     *       "created_at": "2026-03-02T09:14:05.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object in this org, or no such route (not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "not_found",
+                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state (conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "This question was already answered by the person",
+                     *         "code": "already_answered",
+                     *         "answered_by": "customer"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "password": "correct horse battery staple",
+                 *       "current_password": "my old passphrase"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The new password: 10 to 200 characters. */
+                    password: string;
+                    /** @description Needed once a password is set. */
+                    current_password?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "password",
+                     *       "updated": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasswordUpdated"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -3104,6 +3949,23 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -3308,7 +4170,13 @@ export interface operations {
     createAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3436,6 +4304,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3550,6 +4420,23 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -4034,6 +4921,23 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -4790,7 +5694,13 @@ export interface operations {
     publishAgentDraft: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The agent id. */
                 agent_id: string;
@@ -4802,6 +5712,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4919,6 +5831,23 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -5515,6 +6444,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such object in this org, or no such route (not_found). */
             404: {
                 headers: {
@@ -5923,6 +6869,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such object in this org, or no such route (not_found). */
             404: {
                 headers: {
@@ -6065,6 +7028,23 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -6256,7 +7236,13 @@ export interface operations {
     createSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6284,6 +7270,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6362,6 +7350,24 @@ export interface operations {
                      *       "error": {
                      *         "type": "not_found",
                      *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
+                     *         "code": "idempotency_conflict"
                      *       }
                      *     }
                      */
@@ -6813,7 +7819,13 @@ export interface operations {
     startTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The pairing code, e.g. K7QX-M2PD (the session id). */
                 session_id: string;
@@ -9087,7 +10099,13 @@ export interface operations {
     createRunner: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9108,6 +10126,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9164,6 +10184,23 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -9637,7 +10674,13 @@ export interface operations {
     createStartState: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9678,6 +10721,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9743,6 +10788,23 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -10399,6 +11461,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such object in this org, or no such route (not_found). */
             404: {
                 headers: {
@@ -10651,7 +11730,13 @@ export interface operations {
     batchTestCases: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -10754,6 +11839,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10835,6 +11922,41 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
+                     *         "code": "idempotency_conflict"
                      *       }
                      *     }
                      */
@@ -11270,6 +12392,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such object in this org, or no such route (not_found). */
             404: {
                 headers: {
@@ -11501,6 +12640,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such object in this org, or no such route (not_found). */
             404: {
                 headers: {
@@ -11703,7 +12859,13 @@ export interface operations {
     createTestSet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -11762,6 +12924,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11822,6 +12986,41 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
+                     *         "code": "idempotency_conflict"
                      *       }
                      *     }
                      */
@@ -12079,6 +13278,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such object in this org, or no such route (not_found). */
             404: {
                 headers: {
@@ -12261,6 +13477,23 @@ export interface operations {
                      *       "error": {
                      *         "type": "authentication",
                      *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
                      *       }
                      *     }
                      */
@@ -12468,7 +13701,13 @@ export interface operations {
     createTestRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -12502,6 +13741,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12595,6 +13836,24 @@ export interface operations {
                      *       "error": {
                      *         "type": "not_found",
                      *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
+                     *         "code": "idempotency_conflict"
                      *       }
                      *     }
                      */
