@@ -312,6 +312,7 @@ describe('the console\'s workspace pages in a browser (Chromium)', function () {
       await page.locator('tr[data-id="macos-15"]').waitFor();
       await page.getByLabel('Name', { exact: true }).fill('Mac with a note');
       await page.getByLabel(/^Made from/).selectOption('macos-15');
+      expect(await page.getByLabel('Script', { exact: true }).isVisible(), 'a script is asked for only when the method is script').to.equal(false);
       await page.getByLabel('How it is set up').selectOption('script');
       await page.getByLabel('Script', { exact: true }).fill('echo "Meeting at 3" > $HOME/Documents/meeting.txt');
       await page.getByRole('button', { name: 'Create start state' }).click();

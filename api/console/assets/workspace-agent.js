@@ -36,6 +36,7 @@ document.addEventListener('DOMContentLoaded', () => {
 
   async function loadPublished() {
     const agent = await api('GET', base);
+    document.getElementById('agent-name').textContent = agent.name;
     facts(published, [
       ['Version', el('span', { 'data-testid': 'published-version' }, String(agent.version))],
       ...config(agent),
