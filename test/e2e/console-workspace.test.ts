@@ -339,6 +339,14 @@ describe('the console\'s workspace pages in a browser (Chromium)', function () {
       await row.locator('.badge', { hasText: 'ready' }).waitFor();
       expect((await api('GET', `/v1/start_states/${made.start_state_id}`)).body).to.include({ status: 'ready', version: 2 });
 
+      // A member may look, not open: the API's reason shows beside the button, and the state stays closed.
+      const member = await signedInPage('member');
+      await member.goto(`${service.baseUrl}/console/start-states`);
+      const memberRow = member.locator(`tr[data-id="${made.start_state_id}"]`);
+      await memberRow.getByRole('button', { name: 'Open Mac with a note with a live view' }).click();
+      await memberRow.locator('.ws-message.error').getByText('This needs the admin role (your role is member)', { exact: false }).waitFor();
+      expect((await api('GET', `/v1/start_states/${made.start_state_id}`)).body).to.include({ status: 'ready', view: null });
+
       await row.getByRole('button', { name: 'Delete Mac with a note' }).click();
       await row.waitFor({ state: 'detached' });
       expect((await api('GET', `/v1/start_states/${made.start_state_id}`)).status).to.equal(404);
