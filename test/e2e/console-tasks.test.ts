@@ -119,6 +119,10 @@ describe('the console\'s tasks pages in a browser (Chromium)', function () {
       expect(await page.getByTestId('result').textContent()).to.equal('Added to the cart');
       expect(await page.getByTestId('prompt').textContent()).to.contain('click "Add to cart"');
       await page.getByText(`${events.length} events.`).waitFor();
+      const trace = (await service.api(key, 'GET', `/v1/tasks/${taskId}?include=trace`)).body.trace;
+      const shownTime = (iso: string) => page.evaluate((at) => new Date(at).toLocaleString(), iso);
+      await page.locator('#task-ended').filter({ hasText: await shownTime(trace.ended_at) }).waitFor();
+      expect(await page.locator('#task-started').textContent()).to.equal(await shownTime(trace.started_at));
 
       const first = await frameShown(page, taskId, 1);
       expect(first.naturalWidth).to.equal(SCREEN.width);
@@ -173,7 +177,7 @@ describe('the console\'s tasks pages in a browser (Chromium)', function () {
     });
   });
 
-  describe('a question answered from the page', () => {
+  describe('answering from the page', () => {
     it('sends the team\'s answer while the reference desktop client waits; the task then completes', async () => {
       const { code } = await desktop();
       const taskId = await startTask(code, script('ask "Which size?" "S" "M" "L"', 'done "Noted size {answer}"'));
@@ -189,6 +193,21 @@ describe('the console\'s tasks pages in a browser (Chromium)', function () {
       expect(await page.locator('.task-stop').isHidden()).to.equal(true);
       const { events } = await follow(service, key, taskId);
       expect(events.find((event) => event.type === 'answer').data).to.include({ answered_by: 'operator' });
+    });
+
+    it('decides an approval with a note from the page', async () => {
+      const { code } = await desktop();
+      const taskId = await startTask(code, script('request_approval "Send the weekly report?"', 'done "Sent it"'));
+      const page = await signedInPage();
+      await page.goto(taskUrl(taskId));
+      await page.getByRole('heading', { name: 'Approval needed' }).waitFor();
+      expect(await page.locator('.pending-question').textContent()).to.contain('Send the weekly report?');
+      await page.getByLabel('Note (optional)').fill('Go ahead');
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.getByText('Approved.').waitFor();
+      await page.getByTestId('result').filter({ hasText: 'Sent it' }).waitFor();
+      const { events } = await follow(service, key, taskId);
+      expect(events.find((event) => event.type === 'decision').data).to.include({ decision: 'approve', note: 'Go ahead', answered_by: 'operator' });
     });
 
     it('shows the API\'s 409 already_answered when the person at the computer answered first', async () => {

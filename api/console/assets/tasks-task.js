@@ -14,8 +14,25 @@ document.addEventListener('DOMContentLoaded', () => {
 
   // --- The task's facts, outcome, open question or approval, and Stop ---------------------
 
+  /** When it started and ended: the trace has them (GET /v1/tasks/{id}?include=trace); read again when the status changes. */
+  let timesRead = null;
+  async function readTimes() {
+    const state = task.status;
+    if (timesRead === state) return;
+    timesRead = state;
+    try {
+      const { trace } = await api('GET', base + '?include=trace');
+      $('task-started').textContent = trace.started_at ? when(trace.started_at) : 'not yet';
+      $('task-ended').textContent = trace.ended_at ? when(trace.ended_at) : task.done ? '' : 'still running';
+    } catch (error) {
+      timesRead = null;
+      $('task-started').textContent = error.message;
+    }
+  }
+
   function showTask(next) {
     task = next;
+    readTimes();
     const badge = $('task-status');
     badge.className = 'badge ' + task.status;
     badge.textContent = task.status;
