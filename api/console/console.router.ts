@@ -10,6 +10,7 @@ import { assetRoutes } from './assets.routes';
 import { signInPages } from './pages/sign-in.page';
 import { accountPages } from './pages/account.page';
 import { workspacePages } from './pages/workspace.page';
+import { tasksPages } from './pages/tasks.page';
 
 /** What every page module gets: the router to add its pages to and the way to guard them. */
 export interface ConsoleRouting {
@@ -55,5 +56,6 @@ export function consoleRouter(container: Container): Router {
   signInPages(routing);
   accountPages(routing);
   workspacePages(routing);
+  tasksPages(routing);
   return router;
 }
