@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -16,6 +17,8 @@ describe('the compiled build (npm run build, run with DESKHAND_ENV=production)',
   this.timeout(180_000);
 
   before(async () => {
+    // As `npm run build` does: from an empty dist/, so that no file of an earlier build (a renamed migration) is left.
+    await fs.rm(path.join(root, 'dist'), { recursive: true, force: true });
     await run(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
   });
 
