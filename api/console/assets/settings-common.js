@@ -68,7 +68,7 @@
 
   /** Who made a change, as the audit log records it: a person's email, or an API key's name and prefix. */
   function actorText(actor) {
-    if (!actor) return 'Deskhand (no person or key)';
+    if (!actor) return 'Deskhand itself (the service or its CLI)';
     if (actor.type === 'user') return actor.email || 'a person';
     return 'API key ' + (actor.name || actor.key_id) + (actor.prefix ? ' (' + actor.prefix + '…)' : '');
   }
