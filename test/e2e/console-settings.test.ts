@@ -121,7 +121,7 @@ describe('the console\'s settings pages in a browser (Chromium)', function () {
     await page.locator('tr[data-status="succeeded"]', { hasText: 'webhook.test' }).locator('.attempt').nth(1).waitFor();
   });
 
-  it('an admin invites a member (the one-time link shown to send), changes their role, and is refused giving the owner role', async () => {
+  it('an admin invites a member (the one-time link shown to send), changes their role, is refused giving the owner role, and removes them', async () => {
     await page.goto(`${service.baseUrl}/console/settings/members`);
     await page.locator('tr', { hasText: admin.email }).getByText('(you)').waitFor();
     await page.getByLabel('Email').fill('grace@example.com');
@@ -148,6 +148,13 @@ describe('the console\'s settings pages in a browser (Chromium)', function () {
     await page.getByLabel('Role', { exact: true }).selectOption('owner');
     await page.getByRole('button', { name: 'Invite' }).click();
     await page.getByTestId('invite-status').getByText('Not invited: Only an owner can make someone an owner', { exact: true }).waitFor();
+
+    await page.getByRole('button', { name: 'Remove grace@example.com' }).click();
+    await page.getByRole('button', { name: 'Yes, remove grace@example.com' }).click();
+    await page.getByText('Removed grace@example.com.').waitFor();
+    expect(await page.locator('tr', { hasText: 'grace@example.com' }).count()).to.equal(0);
+    const after = await service.api(orgKey, 'GET', '/v1/members');
+    expect(after.body.data.map((m: { email: string }) => m.email)).to.not.include('grace@example.com');
   });
 
   it('a member who opens the API keys page and clicks Create is told why not; the API refused it with 403', async () => {
@@ -180,7 +187,7 @@ describe('the console\'s settings pages in a browser (Chromium)', function () {
     await page.goto(`${service.baseUrl}/console/settings/audit-log`);
     const rowOf = (action: string, text: string) => page.locator('tr', { hasText: action }).filter({ hasText: text });
     await rowOf('api_key.revoked', admin.email).waitFor();
-    for (const action of ['api_key.created', 'webhook.created', 'webhook.test_sent', 'webhook.updated', 'webhook.redelivery_requested', 'member.added', 'member.role_changed']) {
+    for (const action of ['api_key.created', 'webhook.created', 'webhook.test_sent', 'webhook.updated', 'webhook.redelivery_requested', 'member.added', 'member.role_changed', 'member.removed']) {
       expect(await rowOf(action, admin.email).count(), action).to.be.greaterThan(0);
     }
     const byKey = rowOf('api_key.created', 'Made by a script');

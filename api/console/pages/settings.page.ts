@@ -38,7 +38,7 @@ export function settingsPages({ router, page }: ConsoleRouting): void {
             title: `${title} · Settings`,
             section: 'settings',
             scripts: ['settings-common.js', `settings-${path}.js`],
-            pageData: { userId: signedIn.auth.userId, role: signedIn.auth.role },
+            pageData: { userId: signedIn.auth.userId },
           },
         ),
       ),
