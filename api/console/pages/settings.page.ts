@@ -1,7 +1,7 @@
 import type { ConsoleRouting } from '../console.router';
 import { renderPage } from '../views';
 
-/** The settings pages, in the order of their tabs: path under /console/settings, title, script. */
+/** The settings pages, in the order of their tabs: path under /console/settings (also the name of its view and script) and title. */
 const SETTINGS_PAGES = [
   { path: 'api-keys', title: 'API keys' },
   { path: 'members', title: 'Members' },
