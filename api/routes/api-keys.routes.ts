@@ -31,11 +31,12 @@ export function apiKeyRoutes(container: Container): RouteSpec[] {
       summary: 'Create an API key; the key is shown once',
       description:
         'Makes a key that acts for the org with the admin role. The key (`key`) is in this response only; the service keeps its hash. ' +
-        'Needs the admin role or an API key.',
+        'A retry with the same `Idempotency-Key` answers the same key. Needs the admin role or an API key.',
       tag: TAG,
       auth: 'api_key',
       role: 'admin',
       body: CreateApiKeyBody,
+      idempotent: true,
       response: CreatedApiKeySchema,
       errors: [400],
       handler: async ({ auth, body, requestId }) => {

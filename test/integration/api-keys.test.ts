@@ -120,6 +120,17 @@ describe('/v1/api_keys', () => {
     ]);
   });
 
+  it('answers a retry with the same Idempotency-Key with the same key, made once', async () => {
+    const { key } = await service.newOrg('Retrying org');
+    const headers = { 'idempotency-key': 'make-ci-key-1' };
+    const first = await service.api(key, 'POST', '/v1/api_keys', { name: 'CI' }, headers);
+    const again = await service.api(key, 'POST', '/v1/api_keys', { name: 'CI' }, headers);
+    expect(again.status).to.equal(200);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect(again.body).to.deep.equal(first.body);
+    expect((await service.api(key, 'GET', '/v1/api_keys')).body.data).to.have.length(2);
+  });
+
   it('answers 404 for another org\'s key, which keeps working', async () => {
     const mine = await service.newOrg('Mine');
     const theirs = await service.newOrg('Theirs');
