@@ -16,6 +16,7 @@ import { auditRoutes } from './routes/audit.routes';
 import { agentRoutes } from './routes/agents.routes';
 import { identityRoutes } from './routes/identity.routes';
 import { memberRoutes } from './routes/members.routes';
+import { apiKeyRoutes } from './routes/api-keys.routes';
 import { consoleRouter, renderProblem } from './console/console.router';
 import { webhookRoutes } from './routes/webhooks.routes';
 import { toolRoutes } from './routes/tools.routes';
@@ -34,7 +35,7 @@ import { isLegacyPath } from './legacy-paths';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...memberRoutes(container), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...viewRoutes(container), ...legacyRoutes(container), ...docsRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...memberRoutes(container), ...apiKeyRoutes(container), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...viewRoutes(container), ...legacyRoutes(container), ...docsRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({

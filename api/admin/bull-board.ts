@@ -23,6 +23,22 @@ function presentedToken(header: string): string | null {
   return null;
 }
 
+/**
+ * Bull Board's page links a web font from a third party (Google Fonts); nothing of Deskhand is
+ * fetched from elsewhere, so the link is taken out (the board falls back to the system's fonts)
+ * and the page gets a policy that lets it load from this origin only, should a later version
+ * link something else. Inline styles and the inline JSON config block stay allowed: the board
+ * uses them.
+ */
+const OFFSITE_LINK = /<link\b[^>]*\bhref=["']?(?:https?:)?\/\/[^>]*>\s*/gi;
+const BOARD_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'";
+
+/** An HTML page of the board without its links to third parties. */
+function keepBoardOffline(html: string): string {
+  return html.replace(OFFSITE_LINK, '');
+}
+
 /** Bull Board's Koa middleware over every queue of the catalog. */
 async function loadBoard(container: Container): Promise<Middleware> {
   const [{ createBullBoard }, { BullMQAdapter }, { KoaAdapter }] = await Promise.all([import('@bull-board/api'), import('@bull-board/api/bullMQAdapter'), import('@bull-board/koa')]);
@@ -57,6 +73,12 @@ export function bullBoard(container: Container): Middleware {
       board = null;
       throw error;
     });
-    return board.then((middleware) => middleware(ctx, next));
+    return board.then(async (middleware) => {
+      await middleware(ctx, next);
+      if (typeof ctx.body === 'string' && ctx.response.is('html')) {
+        ctx.body = keepBoardOffline(ctx.body);
+        ctx.set('Content-Security-Policy', BOARD_CSP);
+      }
+    });
   };
 }

@@ -11,6 +11,7 @@ import { signInPages } from './pages/sign-in.page';
 import { accountPages } from './pages/account.page';
 import { workspacePages } from './pages/workspace.page';
 import { tasksPages } from './pages/tasks.page';
+import { settingsPages } from './pages/settings.page';
 
 /** What every page module gets: the router to add its pages to and the way to guard them. */
 export interface ConsoleRouting {
@@ -57,5 +58,6 @@ export function consoleRouter(container: Container): Router {
   accountPages(routing);
   workspacePages(routing);
   tasksPages(routing);
+  settingsPages(routing);
   return router;
 }

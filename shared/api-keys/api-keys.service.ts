@@ -47,11 +47,12 @@ export class ApiKeyService {
     orgId: string,
     name: string,
     actor: Actor,
+    requestId?: string,
   ): Promise<{ apiKey: ApiKeyObject; secret: string }> {
     const secret = generateApiKey(this.deps.env);
     const row = { id: newId('key'), org_id: orgId, name, prefix: displayPrefix(secret), hash: hashSecret(secret) };
     await insertApiKey(trx, row);
-    await recordAudit(trx, { orgId, actor, action: 'api_key.created', objectType: 'api_key', objectId: row.id, data: { name, prefix: row.prefix } });
+    await recordAudit(trx, { orgId, actor, action: 'api_key.created', objectType: 'api_key', objectId: row.id, data: { name, prefix: row.prefix }, requestId });
     const now = new Date().toISOString();
     return {
       apiKey: { object: 'api_key', key_id: row.id, org_id: orgId, name, prefix: row.prefix, created_at: now, last_used_at: null, revoked_at: null },
@@ -59,13 +60,23 @@ export class ApiKeyService {
     };
   }
 
-  /** Revokes a key; every process stops accepting it at once. */
-  async revoke(keyId: string, actor: Actor): Promise<ApiKeyObject> {
+  /** Creates a key for an org in a transaction of its own (`POST /v1/api_keys`); the secret is shown once. */
+  async createForOrg(orgId: string, name: string, caller: { actor: Actor; requestId?: string }): Promise<{ apiKey: ApiKeyObject; secret: string }> {
+    return this.deps.db.transaction((trx) => this.create(trx, orgId, name, caller.actor, caller.requestId));
+  }
+
+  /**
+   * Revokes a key; every process stops accepting it at once. With `orgId` (the API), a key of
+   * another org is not found, as if it did not exist. Revoking a revoked key changes nothing and
+   * records nothing.
+   */
+  async revoke(keyId: string, actor: Actor, options: { orgId?: string; requestId?: string } = {}): Promise<ApiKeyObject> {
     const row = await this.deps.db.transaction(async (trx) => {
       const existing = await findApiKey(trx, keyId);
-      if (!existing) throw notFound(`No API key ${keyId}`);
+      if (!existing || (options.orgId !== undefined && existing.org_id !== options.orgId)) throw notFound(`No API key ${keyId}`);
+      if (existing.revoked_at) return existing;
       const revoked = (await revokeApiKey(trx, keyId))!;
-      await recordAudit(trx, { orgId: revoked.org_id, actor, action: 'api_key.revoked', objectType: 'api_key', objectId: keyId });
+      await recordAudit(trx, { orgId: revoked.org_id, actor, action: 'api_key.revoked', objectType: 'api_key', objectId: keyId, data: { name: revoked.name, prefix: revoked.prefix }, requestId: options.requestId });
       return revoked;
     });
     this.forget(row.hash);

@@ -167,7 +167,7 @@ describe('Idempotency-Key on the /v1 creates', function () {
       }
     }
     expect(withHeader.sort()).to.deep.equal(
-      ['batchTestCases', 'createAgent', 'createRunner', 'createSession', 'createStartState', 'createTestRun', 'createTestSet', 'inviteMember', 'publishAgentDraft', 'startTask'].sort(),
+      ['batchTestCases', 'createAgent', 'createApiKey', 'createRunner', 'createSession', 'createStartState', 'createTestRun', 'createTestSet', 'inviteMember', 'publishAgentDraft', 'startTask'].sort(),
     );
   });
 });

@@ -129,6 +129,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api_keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's API keys, oldest first (never their secrets)
+         * @description Every API key of the org, revoked ones too, oldest first, in one page: name, display prefix, when it was made, last used and revoked. The keys themselves are never shown again after they are made. Needs the admin role or an API key.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key; the key is shown once
+         * @description Makes a key that acts for the org with the admin role. The key (`key`) is in this response only; the service keeps its hash. A retry with the same `Idempotency-Key` answers the same key. Needs the admin role or an API key.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api_keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key; every process refuses it at once
+         * @description The key stops working at once in every process of the service (401 on its next request) and stays listed with `revoked_at`. Revoking a revoked key answers it unchanged. 404 `not_found` for a key the org does not have. Needs the admin role or an API key.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audit_log": {
         parameters: {
             query?: never;
@@ -1786,6 +1830,36 @@ export interface components {
             /** @description The cursor of the next page; null on the last. */
             next_cursor: string | null;
         };
+        /**
+         * ApiKey
+         * @example {
+         *       "object": "api_key",
+         *       "key_id": "key_9m3c2x7a4w8e1q5r6t0y",
+         *       "org_id": "org_5tq2w8e1rzk3m7n9p4vb",
+         *       "name": "CI pipeline",
+         *       "prefix": "dh_live_4f9a",
+         *       "created_at": "2026-03-02T09:14:05.000Z",
+         *       "last_used_at": null,
+         *       "revoked_at": null
+         *     }
+         */
+        ApiKey: {
+            /** @constant */
+            object: "api_key";
+            /** @description `key_<id>` */
+            key_id: string;
+            org_id: string;
+            /** @description A name to tell keys apart; shown as the actor in the audit log. */
+            name: string;
+            /** @description The key's first characters (`dh_live_4f9a`), to recognise it; the rest is never shown again. */
+            prefix: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description When a request last used it (updated at most once a minute); null if never. */
+            last_used_at: string | null;
+            /** @description When it was revoked; null while it works. */
+            revoked_at: string | null;
+        };
         /** ApiKeyIdentity */
         ApiKeyIdentity: {
             /** @constant */
@@ -1799,6 +1873,32 @@ export interface components {
             role: "owner" | "admin" | "member";
             name: string | null;
             prefix: string | null;
+        };
+        /**
+         * ApiKeyList
+         * @example {
+         *       "data": [
+         *         {
+         *           "object": "api_key",
+         *           "key_id": "key_9m3c2x7a4w8e1q5r6t0y",
+         *           "org_id": "org_5tq2w8e1rzk3m7n9p4vb",
+         *           "name": "CI pipeline",
+         *           "prefix": "dh_live_4f9a",
+         *           "created_at": "2026-03-02T09:14:05.000Z",
+         *           "last_used_at": null,
+         *           "revoked_at": null
+         *         }
+         *       ],
+         *       "has_more": false,
+         *       "next_cursor": null
+         *     }
+         */
+        ApiKeyList: {
+            data: components["schemas"]["ApiKey"][];
+            /** @description True when another page follows: ask again with cursor=next_cursor. */
+            has_more: boolean;
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
         };
         /** AuditLogEntry */
         AuditLogEntry: {
@@ -1836,6 +1936,24 @@ export interface components {
             has_more: boolean;
             /** @description The cursor of the next page; null on the last. */
             next_cursor: string | null;
+        };
+        /**
+         * CreatedApiKey
+         * @example {
+         *       "object": "api_key",
+         *       "key_id": "key_9m3c2x7a4w8e1q5r6t0y",
+         *       "org_id": "org_5tq2w8e1rzk3m7n9p4vb",
+         *       "name": "CI pipeline",
+         *       "prefix": "dh_live_4f9a",
+         *       "created_at": "2026-03-02T09:14:05.000Z",
+         *       "last_used_at": null,
+         *       "revoked_at": null,
+         *       "key": "dh_live_4f9aQ2mX7wP4nC9vB1zR5tK8sL3dF6gH0jYqW2e"
+         *     }
+         */
+        CreatedApiKey: components["schemas"]["ApiKey"] & {
+            /** @description The key itself (`dh_live_…`): shown only in this response. Send it as `Authorization: Bearer <key>`. */
+            key: string;
         };
         /** CreatedRunner */
         CreatedRunner: components["schemas"]["Runner"] & {
@@ -3827,6 +3945,408 @@ export interface operations {
                      *       "error": {
                      *         "type": "permission",
                      *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "object": "api_key",
+                     *           "key_id": "key_9m3c2x7a4w8e1q5r6t0y",
+                     *           "org_id": "org_5tq2w8e1rzk3m7n9p4vb",
+                     *           "name": "CI pipeline",
+                     *           "prefix": "dh_live_4f9a",
+                     *           "created_at": "2026-03-02T09:14:05.000Z",
+                     *           "last_used_at": null,
+                     *           "revoked_at": null
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").
+                 * @example 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "CI pipeline"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description 1 to 80 characters, not only spaces; leading and trailing spaces are trimmed. */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description `true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "api_key",
+                     *       "key_id": "key_9m3c2x7a4w8e1q5r6t0y",
+                     *       "org_id": "org_5tq2w8e1rzk3m7n9p4vb",
+                     *       "name": "CI pipeline",
+                     *       "prefix": "dh_live_4f9a",
+                     *       "created_at": "2026-03-02T09:14:05.000Z",
+                     *       "last_used_at": null,
+                     *       "revoked_at": null,
+                     *       "key": "dh_live_4f9aQ2mX7wP4nC9vB1zR5tK8sL3dF6gH0jYqW2e"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
+                     *         "code": "idempotency_conflict"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A key id (`key_…`). */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "api_key",
+                     *       "key_id": "key_9m3c2x7a4w8e1q5r6t0y",
+                     *       "org_id": "org_5tq2w8e1rzk3m7n9p4vb",
+                     *       "name": "CI pipeline",
+                     *       "prefix": "dh_live_4f9a",
+                     *       "created_at": "2026-03-02T09:14:05.000Z",
+                     *       "last_used_at": null,
+                     *       "revoked_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object in this org, or no such route (not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "not_found",
+                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
                      *       }
                      *     }
                      */
