@@ -59,6 +59,16 @@ export interface Config {
   machineBootTimeoutMs: number;
   /** How long an open start state's machine stays open unless saved (its `view.expires_at`), when the request does not say. */
   openMachineMs: number;
+  payments: PaymentsConfig | null;
+}
+
+/** The payment provider (Stripe); null without `STRIPE_SECRET_KEY`: the free plan works, paid features answer a clear error. */
+export interface PaymentsConfig {
+  secretKey: string;
+  /** Verifies the provider's webhooks (`whsec_…`); null: they are refused. */
+  webhookSecret: string | null;
+  /** Where the provider's API is reached (a local stand-in in tests); null: the provider's own. */
+  apiBase: { host: string; port: number; protocol: 'http' | 'https' } | null;
 }
 
 export class ConfigError extends Error {}
@@ -107,6 +117,28 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
     throw new ConfigError(`${name} must start with ${protocols.map((p) => p + '//').join(' or ')}, got "${raw}"`);
   }
   return raw.replace(/\/+$/, '');
+}
+
+/**
+ * `STRIPE_SECRET_KEY` and its companions. Test-mode keys never take money in production, and
+ * live keys never run in development: each is refused the other way round, at start-up.
+ */
+function payments(env: Env, deskhandEnv: DeskhandEnv): PaymentsConfig | null {
+  const secretKey = env.STRIPE_SECRET_KEY;
+  if (!secretKey) return null;
+  if (!/^(sk|rk)_(test|live)_\S+$/.test(secretKey)) throw new ConfigError('STRIPE_SECRET_KEY must be a secret key (sk_test_… or sk_live_…)');
+  const live = /^(sk|rk)_live_/.test(secretKey);
+  if (live && deskhandEnv === 'development') throw new ConfigError('STRIPE_SECRET_KEY is a live key (sk_live_…); development takes test-mode keys (sk_test_…) only');
+  if (!live && deskhandEnv === 'production') throw new ConfigError('STRIPE_SECRET_KEY is a test-mode key (sk_test_…); production takes live keys (sk_live_…) only');
+  const webhookSecret = env.STRIPE_WEBHOOK_SECRET || null;
+  if (webhookSecret !== null && !webhookSecret.startsWith('whsec_')) throw new ConfigError('STRIPE_WEBHOOK_SECRET must be the endpoint\'s signing secret (whsec_…)');
+  let apiBase: PaymentsConfig['apiBase'] = null;
+  if (env.STRIPE_API_BASE) {
+    const base = new URL(url(env, 'STRIPE_API_BASE', '', ['http:', 'https:']));
+    const protocol = base.protocol === 'http:' ? 'http' : 'https';
+    apiBase = { host: base.hostname, port: base.port ? Number(base.port) : protocol === 'http' ? 80 : 443, protocol };
+  }
+  return { secretKey, webhookSecret, apiBase };
 }
 
 function vendor(env: Env, prefix: string, defaultBaseUrl: string): VendorConfig | null {
@@ -166,6 +198,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     runnerOfflineAfterMs: integer(env, 'DESKHAND_RUNNER_OFFLINE_AFTER_MS', 30_000, 300, 300_000),
     machineBootTimeoutMs: integer(env, 'DESKHAND_MACHINE_BOOT_TIMEOUT_MS', 120_000, 1000, 3_600_000),
     openMachineMs: integer(env, 'DESKHAND_OPEN_MACHINE_MS', 3_600_000, 1000, 24 * 3_600_000),
+    payments: payments(env, deskhandEnv),
   };
   if (config.runnerOfflineAfterMs <= config.runnerHeartbeatMs) {
     throw new ConfigError('DESKHAND_RUNNER_OFFLINE_AFTER_MS must be longer than DESKHAND_RUNNER_HEARTBEAT_MS (a runner would read offline between two heartbeats)');

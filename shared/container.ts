@@ -36,6 +36,8 @@ import { createEvalModels } from './evals/eval-models';
 import { secretToType, stepToClick } from './evals/customer';
 import { TestCasesService } from './test-cases/test-cases.service';
 import { TestSetsService } from './test-sets/test-sets.service';
+import { BillingService } from './billing/billing.service';
+import { stripeProvider } from './billing/payment-provider';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -85,6 +87,8 @@ export interface Container {
   tryFlow: TryFlow;
   testCases: TestCasesService;
   testSets: TestSetsService;
+  /** Plans, balance and ledger, payments, the limits of a task start, metering. */
+  billing: BillingService;
   /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
@@ -118,6 +122,9 @@ export function createContainer(
   const agents = new AgentService({ db, config, resolve: options.hostResolver });
   // Every org has exactly one default agent from its first moment.
   orgs.onCreated((trx, orgId, actor) => agents.createDefaultAgent(trx, orgId, actor));
+  const billing = new BillingService({ db, clock, provider: config.payments ? stripeProvider(config.payments) : null, logger: logger.child({ scope: 'billing' }) });
+  // Every org has a billing account, on the free plan, from its first moment.
+  orgs.onCreated((trx, orgId) => billing.onOrgCreated(trx, orgId));
   const agentFiles = new AgentFileService({ db });
   const link = new ComputerLink(redis, config.redisPrefix);
   const sessionCreations = createKeyedLimiter({ redis, prefix: config.redisPrefix, name: 'sessions', points: config.sessionsPerHour, durationSeconds: 3600 });
@@ -161,8 +168,9 @@ export function createContainer(
     actTimeoutMs: config.actTimeoutMs,
     reconnectGraceMs: config.reconnectGraceMs,
     modelTimeoutMs: config.modelTimeoutMs,
+    billing,
   });
-  const tasks = new TasksService({ db, clock, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
+  const tasks = new TasksService({ db, clock, agents, models, loop, billing, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
   const followers = new TaskFollowers({ db, clock, notifier, baseUrl: config.baseUrl });
   // A computer that goes away takes its running task with it.
   sessions.onComputerGone((session, why) => loop.computerGone(session.code, why));
@@ -265,6 +273,7 @@ export function createContainer(
     tryFlow,
     testCases: new TestCasesService({ db }),
     testSets: new TestSetsService({ db }),
+    billing,
     async close() {
       await queues.close();
       subscriber.disconnect();

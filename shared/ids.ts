@@ -19,6 +19,7 @@ export const ID_PREFIX = {
   testRun: 'tr',
   try: 'try',
   runnerCommand: 'cmd',
+  ledgerEntry: 'led',
 } as const;
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
