@@ -15,6 +15,9 @@ export async function up(knex: Knex): Promise<void> {
     // none: no card saved; ok; needs_attention: a payment failed (402 card_needs_attention until the card is updated).
     t.text('card_status').notNullable().defaultTo('none');
     t.text('payment_method_id');
+    // Moves on with every change of the card's state: part of an auto top-up's idempotency key, so
+    // that a try after a decline and a card update is a new payment, not the declined one replayed.
+    t.integer('card_version').notNullable().defaultTo(0);
     t.boolean('auto_topup_enabled').notNullable().defaultTo(false);
     t.integer('auto_topup_amount_cents').notNullable().defaultTo(2000);
     t.integer('auto_topup_threshold_cents').notNullable().defaultTo(500);

@@ -4,13 +4,9 @@ import { ApiError, invalidRequest } from '../../shared/errors';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
-/** Where koa-body leaves the body as it came (paths of `keepsRawBody`): a signature is checked on exactly those bytes. */
-export const UNPARSED_BODY = Symbol.for('unparsedBody');
-
-/** The request body as it came, on a path whose parser kept it; undefined elsewhere. */
+/** The request body as it came, on a path whose parser kept it (koa-body's `includeUnparsed`: `ctx.request.rawBody`); undefined elsewhere. */
 export function rawBodyOf(ctx: Context): Buffer | undefined {
-  const body = (ctx.request as unknown as { body?: Record<symbol, unknown> }).body;
-  const raw = body?.[UNPARSED_BODY];
+  const raw = (ctx.request as unknown as { rawBody?: unknown }).rawBody;
   return typeof raw === 'string' ? Buffer.from(raw, 'utf8') : undefined;
 }
 

@@ -23,6 +23,7 @@ export interface AccountRow {
   provider_customer_id: string | null;
   card_status: CardStatus;
   payment_method_id: string | null;
+  card_version: number;
   auto_topup_enabled: boolean;
   auto_topup_amount_cents: number;
   auto_topup_threshold_cents: number;

@@ -320,7 +320,7 @@ export class BillingService {
     await this.deps.db.transaction(async (trx) => {
       const locked = await lockAccount(trx, orgId);
       if (locked.card_status === 'needs_attention') return;
-      await updateAccount(trx, orgId, { card_status: 'needs_attention' }, this.deps.clock.now());
+      await updateAccount(trx, orgId, { card_status: 'needs_attention', card_version: locked.card_version + 1 }, this.deps.clock.now());
       await recordAudit(trx, { orgId, actor: caller.actor, action: 'billing.card_needs_attention', objectType: 'org', objectId: orgId, data: { reason }, requestId: caller.requestId });
     });
   }
@@ -328,7 +328,8 @@ export class BillingService {
   /**
    * An auto top-up, when it is on, the card is fine, the balance is below the threshold (or
    * cannot cover `atLeastCents`) and this month's limit allows it. Concurrent calls make one
-   * payment: the provider's idempotency key is the org, the month and the top-up's number in it.
+   * payment: the provider's idempotency key is the org, the month, the top-up's number in it
+   * and the card's version.
    */
   async autoTopUpIfDue(orgId: string, atLeastCents = 0): Promise<'topped_up' | 'not_due' | 'limit_reached' | 'declined'> {
     const provider = this.deps.provider;
@@ -348,7 +349,8 @@ export class BillingService {
       amountCents: cents,
       orgId,
       auto: true,
-      idempotencyKey: `auto-top-up-${orgId}-${month.toISOString().slice(0, 7)}-${used.count + 1}`,
+      // The card's version too: after a decline and a card update, the next try is a new payment, not the declined one replayed.
+      idempotencyKey: `auto-top-up-${orgId}-${month.toISOString().slice(0, 7)}-${used.count + 1}-card${account.card_version}`,
     });
     if (!outcome.ok) {
       this.deps.logger.warn({ org_id: orgId, reason: outcome.reason }, 'auto top-up declined');
@@ -465,8 +467,8 @@ export class BillingService {
         const paymentMethod = event.type === 'payment_method.attached' ? object.id : object.payment_method;
         if (typeof paymentMethod !== 'string') return;
         await this.deps.db.transaction(async (trx) => {
-          await lockAccount(trx, account.org_id);
-          await updateAccount(trx, account.org_id, { card_status: 'ok', payment_method_id: paymentMethod }, this.deps.clock.now());
+          const locked = await lockAccount(trx, account.org_id);
+          await updateAccount(trx, account.org_id, { card_status: 'ok', payment_method_id: paymentMethod, card_version: locked.card_version + 1 }, this.deps.clock.now());
           await recordAudit(trx, { orgId: account.org_id, actor: null, action: 'billing.card_updated', objectType: 'org', objectId: account.org_id, data: { payment_method_id: paymentMethod, event_id: event.id } });
         });
         return;
