@@ -27,6 +27,17 @@ describe('configuration', () => {
     expect(loadConfig({ DESKHAND_ALLOW_PRIVATE_URLS: '1' }).allowPrivateUrls).to.equal(true);
   });
 
+  it('payments: test-mode keys only in development, live keys only in production; none is the free plan only', () => {
+    expect(loadConfig({}).payments).to.equal(null);
+    expect(() => loadConfig({ STRIPE_SECRET_KEY: 'sk_live_abc' })).to.throw(ConfigError, /live key .*development takes test-mode keys/);
+    expect(() => loadConfig({ DESKHAND_ENV: 'production', STRIPE_SECRET_KEY: 'sk_test_abc' })).to.throw(ConfigError, /test-mode key .*production takes live keys/);
+    expect(() => loadConfig({ STRIPE_SECRET_KEY: 'pk_test_abc' })).to.throw(ConfigError, /STRIPE_SECRET_KEY must be a secret key/);
+    expect(() => loadConfig({ STRIPE_SECRET_KEY: 'sk_test_abc', STRIPE_WEBHOOK_SECRET: 'nope' })).to.throw(ConfigError, /STRIPE_WEBHOOK_SECRET/);
+    expect(loadConfig({ DESKHAND_ENV: 'production', STRIPE_SECRET_KEY: 'sk_live_abc' }).payments).to.deep.equal({ secretKey: 'sk_live_abc', webhookSecret: null, apiBase: null });
+    const local = loadConfig({ STRIPE_SECRET_KEY: 'sk_test_abc', STRIPE_WEBHOOK_SECRET: 'whsec_x', STRIPE_API_BASE: 'http://127.0.0.1:12111' }).payments;
+    expect(local).to.deep.equal({ secretKey: 'sk_test_abc', webhookSecret: 'whsec_x', apiBase: { host: '127.0.0.1', port: 12111, protocol: 'http' } });
+  });
+
   it('reads a vendor only when its key is set, with its base URL', () => {
     const config = loadConfig({ ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/' });
     expect(config.vendors.anthropic).to.deep.equal({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9' });
