@@ -4,7 +4,8 @@ import type { Knex } from 'knex';
  * Plans (docs/billing.md): what an org may run and what a minute costs. Data, not code, so that
  * an operator adjusts the numbers with SQL or a later migration and every process reads the same.
  * `price_per_minute_cents` null: the plan has no paid minutes (the free plan stops at its free
- * minutes). `self_serve` false: only an operator puts an org on it (`orgs set-plan`).
+ * minutes). `self_serve` false: only an operator puts an org on it (`orgs set-plan`). `listed`
+ * false: GET /v1/plans shows it only to orgs on it (the operator's own plans).
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('plans', (t) => {
@@ -15,6 +16,7 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('price_per_minute_cents');
     t.integer('concurrent_tasks').notNullable();
     t.boolean('self_serve').notNullable();
+    t.boolean('listed').notNullable().defaultTo(true);
     // Lists show plans in this order.
     t.integer('position').notNullable();
   });

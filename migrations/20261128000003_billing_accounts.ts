@@ -4,7 +4,8 @@ import type { Knex } from 'knex';
  * One billing account per org: its plan, its balance (kept equal to the sum of its ledger, both
  * written in one transaction under this row's lock), its card at the payment provider and its
  * auto top-up settings. The row lock is also what serialises an org's task starts (the
- * concurrency limit). Made with the org, or on first use for orgs older than billing.
+ * concurrency limit). Made with the org (on DESKHAND_DEFAULT_PLAN), or on first use for orgs
+ * older than billing.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('billing_accounts', (t) => {

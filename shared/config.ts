@@ -60,6 +60,8 @@ export interface Config {
   /** How long an open start state's machine stays open unless saved (its `view.expires_at`), when the request does not say. */
   openMachineMs: number;
   payments: PaymentsConfig | null;
+  /** The plan a new org starts on (`DESKHAND_DEFAULT_PLAN`, `free` unless set; docs/billing.md). */
+  defaultPlanId: string;
 }
 
 /** The payment provider (Stripe); null without `STRIPE_SECRET_KEY`: the free plan works, paid features answer a clear error. */
@@ -199,7 +201,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     machineBootTimeoutMs: integer(env, 'DESKHAND_MACHINE_BOOT_TIMEOUT_MS', 120_000, 1000, 3_600_000),
     openMachineMs: integer(env, 'DESKHAND_OPEN_MACHINE_MS', 3_600_000, 1000, 24 * 3_600_000),
     payments: payments(env, deskhandEnv),
+    defaultPlanId: env.DESKHAND_DEFAULT_PLAN || 'free',
   };
+  if (!/^[a-z0-9_]{1,40}$/.test(config.defaultPlanId)) throw new ConfigError(`DESKHAND_DEFAULT_PLAN must be a plan id (free, pay_as_you_go, enterprise, internal, …), got "${config.defaultPlanId}"`);
   if (config.runnerOfflineAfterMs <= config.runnerHeartbeatMs) {
     throw new ConfigError('DESKHAND_RUNNER_OFFLINE_AFTER_MS must be longer than DESKHAND_RUNNER_HEARTBEAT_MS (a runner would read offline between two heartbeats)');
   }

@@ -122,7 +122,7 @@ export function createContainer(
   const agents = new AgentService({ db, config, resolve: options.hostResolver });
   // Every org has exactly one default agent from its first moment.
   orgs.onCreated((trx, orgId, actor) => agents.createDefaultAgent(trx, orgId, actor));
-  const billing = new BillingService({ db, clock, provider: config.payments ? stripeProvider(config.payments) : null, logger: logger.child({ scope: 'billing' }) });
+  const billing = new BillingService({ db, clock, provider: config.payments ? stripeProvider(config.payments) : null, logger: logger.child({ scope: 'billing' }), defaultPlanId: config.defaultPlanId });
   // Every org has a billing account, on the free plan, from its first moment.
   orgs.onCreated((trx, orgId) => billing.onOrgCreated(trx, orgId));
   const agentFiles = new AgentFileService({ db });

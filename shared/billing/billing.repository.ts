@@ -11,6 +11,7 @@ export interface PlanRow {
   price_per_minute_cents: number | null;
   concurrent_tasks: number;
   self_serve: boolean;
+  listed: boolean;
   position: number;
 }
 
@@ -70,17 +71,18 @@ function ledger(row: Record<string, unknown>): LedgerRow {
   return { ...(row as LedgerRow), seq: Number(row.seq), amount_cents: Number(row.amount_cents), balance_after_cents: Number(row.balance_after_cents) };
 }
 
-export async function listPlans(db: Knex | Knex.Transaction): Promise<PlanRow[]> {
-  return db<PlanRow>('plans').select('*').orderBy('position');
+/** The listed plans and `alsoId` (the org's own plan, listed or not), in the order offered. */
+export async function listPlans(db: Knex | Knex.Transaction, alsoId: string): Promise<PlanRow[]> {
+  return db<PlanRow>('plans').where({ listed: true }).orWhere({ id: alsoId }).select('*').orderBy('position');
 }
 
 export async function findPlan(db: Knex | Knex.Transaction, planId: string): Promise<PlanRow | undefined> {
   return db<PlanRow>('plans').where({ id: planId }).first();
 }
 
-/** Makes the org's account unless it has one (orgs made before billing get theirs on first use). */
-export async function ensureAccount(db: Knex | Knex.Transaction, orgId: string): Promise<void> {
-  await db('billing_accounts').insert({ org_id: orgId }).onConflict('org_id').ignore();
+/** Makes the org's account on `planId` unless it has one (orgs made before billing get theirs on first use). */
+export async function ensureAccount(db: Knex | Knex.Transaction, orgId: string, planId: string): Promise<void> {
+  await db('billing_accounts').insert({ org_id: orgId, plan_id: planId }).onConflict('org_id').ignore();
 }
 
 export async function findAccount(db: Knex | Knex.Transaction, orgId: string): Promise<AccountRow | undefined> {
@@ -91,8 +93,8 @@ export async function findAccount(db: Knex | Knex.Transaction, orgId: string): P
  * The org's account under its row lock, made first when missing. Every change of the balance
  * and every task start of the org takes this lock, so they happen one after another.
  */
-export async function lockAccount(trx: Knex.Transaction, orgId: string): Promise<AccountRow> {
-  await ensureAccount(trx, orgId);
+export async function lockAccount(trx: Knex.Transaction, orgId: string, defaultPlanId = 'free'): Promise<AccountRow> {
+  await ensureAccount(trx, orgId, defaultPlanId);
   const row = account(await trx('billing_accounts').where({ org_id: orgId }).forUpdate().first());
   if (!row) throw new Error(`no billing account for ${orgId}`);
   return row;

@@ -105,6 +105,8 @@ export interface BillingDeps {
   /** Null without STRIPE_SECRET_KEY: paid features answer 503 `payments_unavailable`, the free plan works. */
   provider: PaymentProvider | null;
   logger: Logger;
+  /** The plan a new org starts on (DESKHAND_DEFAULT_PLAN). */
+  defaultPlanId: string;
 }
 
 type AuditCaller = Caller & { requestId?: string | null };
@@ -146,18 +148,19 @@ export function toLedgerEntry(row: LedgerRow): LedgerEntry {
 export class BillingService {
   constructor(private readonly deps: BillingDeps) {}
 
-  /** Every plan, in the order they are offered. */
-  async plans(): Promise<Plan[]> {
-    return (await listPlans(this.deps.db)).map(toPlan);
+  /** The plans offered, and the org's own (listed or not), in the order offered. */
+  async plans(orgId: string): Promise<Plan[]> {
+    const { account } = await this.accountWithPlan(this.deps.db, orgId);
+    return (await listPlans(this.deps.db, account.plan_id)).map(toPlan);
   }
 
   /** Work done when an org is born: its account, on the default (free) plan. */
   async onOrgCreated(trx: Knex.Transaction, orgId: string): Promise<void> {
-    await ensureAccount(trx, orgId);
+    await ensureAccount(trx, orgId, this.deps.defaultPlanId);
   }
 
   private async accountWithPlan(db: Knex | Knex.Transaction, orgId: string): Promise<{ account: AccountRow; plan: PlanRow }> {
-    await ensureAccount(db, orgId);
+    await ensureAccount(db, orgId, this.deps.defaultPlanId);
     const account = (await findAccount(db, orgId))!;
     return { account, plan: (await findPlan(db, account.plan_id))! };
   }
@@ -216,7 +219,7 @@ export class BillingService {
     if (!plan) throw notFound(`No plan ${planId}; GET /v1/plans lists them`);
     if (!plan.self_serve && !options.operator) throw new ApiError('permission', `The ${plan.name} plan is set up by us on request, not chosen here`);
     await this.deps.db.transaction(async (trx) => {
-      const locked = await lockAccount(trx, orgId);
+      const locked = await lockAccount(trx, orgId, this.deps.defaultPlanId);
       if (locked.plan_id === plan.id) return;
       await updateAccount(trx, orgId, { plan_id: plan.id }, this.deps.clock.now());
       await recordAudit(trx, { orgId, actor: caller.actor, action: 'billing.plan_changed', objectType: 'org', objectId: orgId, data: { from: locked.plan_id, to: plan.id }, requestId: caller.requestId });
@@ -228,7 +231,7 @@ export class BillingService {
   async credit(orgId: string, cents: number, caller: AuditCaller, note?: string): Promise<LedgerEntry> {
     if (!Number.isSafeInteger(cents) || cents === 0 || Math.abs(cents) > 100_000_000) throw invalidRequest('cents must be a whole number of cents, not 0, at most 1,000,000 dollars either way');
     return this.deps.db.transaction(async (trx) => {
-      const locked = await lockAccount(trx, orgId);
+      const locked = await lockAccount(trx, orgId, this.deps.defaultPlanId);
       const row = await appendLedger(trx, locked, { kind: 'credit', amount_cents: cents, description: note ?? (cents > 0 ? `Credit of ${dollars(cents)}` : `Correction of ${dollars(cents)}`) }, this.deps.clock.now());
       await recordAudit(trx, { orgId, actor: caller.actor, action: 'billing.credited', objectType: 'org', objectId: orgId, data: { cents, ledger_id: row!.id }, requestId: caller.requestId });
       return toLedgerEntry(row!);
@@ -238,7 +241,7 @@ export class BillingService {
   /** Changes the auto top-up settings; only sent fields change. */
   async updateSettings(orgId: string, settings: AutoTopUpSettings, caller: AuditCaller): Promise<BillingAccount> {
     await this.deps.db.transaction(async (trx) => {
-      const locked = await lockAccount(trx, orgId);
+      const locked = await lockAccount(trx, orgId, this.deps.defaultPlanId);
       if (settings.enabled && !this.deps.provider) throw paymentsNotConfigured();
       if (settings.enabled && locked.card_status === 'none') throw new ApiError('conflict', 'Save a card first (POST /v1/billing/card): auto top-ups charge it', { code: 'no_card' });
       const changes: Partial<AccountRow> = {};
@@ -298,7 +301,7 @@ export class BillingService {
 
   /** A page of the ledger, newest first; `kinds` narrows it (the console's top-ups list). */
   async ledger(orgId: string, kinds: LedgerKind[] | null, page: PageRequest): Promise<Page<LedgerEntry>> {
-    await ensureAccount(this.deps.db, orgId);
+    await ensureAccount(this.deps.db, orgId, this.deps.defaultPlanId);
     const rows = await listLedger(this.deps.db, orgId, kinds, page);
     return { ...rows, data: rows.data.map(toLedgerEntry) };
   }
@@ -306,7 +309,7 @@ export class BillingService {
   /** Credits a succeeded payment once, however many times it is told (the charge's answer, then its webhook). */
   private async creditPayment(orgId: string, paymentId: string, cents: number, kind: 'top_up' | 'auto_top_up', caller: AuditCaller): Promise<LedgerEntry> {
     return this.deps.db.transaction(async (trx) => {
-      const locked = await lockAccount(trx, orgId);
+      const locked = await lockAccount(trx, orgId, this.deps.defaultPlanId);
       const row = await appendLedger(trx, locked, { kind, amount_cents: cents, payment_id: paymentId, description: `${kind === 'auto_top_up' ? 'Auto top-up' : 'Top-up'} of ${dollars(cents)}` }, this.deps.clock.now());
       if (row) {
         await recordAudit(trx, { orgId, actor: caller.actor, action: kind === 'auto_top_up' ? 'billing.auto_topped_up' : 'billing.topped_up', objectType: 'org', objectId: orgId, data: { cents, payment_id: paymentId, ledger_id: row.id }, requestId: caller.requestId });
@@ -318,7 +321,7 @@ export class BillingService {
 
   private async markCardNeedsAttention(orgId: string, reason: string, caller: AuditCaller): Promise<void> {
     await this.deps.db.transaction(async (trx) => {
-      const locked = await lockAccount(trx, orgId);
+      const locked = await lockAccount(trx, orgId, this.deps.defaultPlanId);
       if (locked.card_status === 'needs_attention') return;
       await updateAccount(trx, orgId, { card_status: 'needs_attention', card_version: locked.card_version + 1 }, this.deps.clock.now());
       await recordAudit(trx, { orgId, actor: caller.actor, action: 'billing.card_needs_attention', objectType: 'org', objectId: orgId, data: { reason }, requestId: caller.requestId });
@@ -378,7 +381,7 @@ export class BillingService {
    * tasks at once are taken and 402 when the next minute is not covered.
    */
   async admitStart(trx: Knex.Transaction, orgId: string): Promise<void> {
-    const account = await lockAccount(trx, orgId);
+    const account = await lockAccount(trx, orgId, this.deps.defaultPlanId);
     const plan = (await findPlan(trx, account.plan_id))!;
     const refusedForConcurrency = concurrencyRefusal(plan, await countActiveTasks(trx, orgId));
     if (refusedForConcurrency) throw refusedForConcurrency;
@@ -399,7 +402,7 @@ export class BillingService {
     if (upTo < 1 || !(await isMeteredTask(trx, task.session_id))) return { charged: 0, uncovered: null };
     const from = (await lastChargedMinute(trx, task.id)) + 1;
     if (from > upTo) return { charged: 0, uncovered: null };
-    const account = await lockAccount(trx, task.org_id);
+    const account = await lockAccount(trx, task.org_id, this.deps.defaultPlanId);
     const plan = (await findPlan(trx, account.plan_id))!;
     const now = this.deps.clock.now();
     let freeUsed = await freeMinutesUsed(trx, task.org_id, monthStart(now));
@@ -467,7 +470,7 @@ export class BillingService {
         const paymentMethod = event.type === 'payment_method.attached' ? object.id : object.payment_method;
         if (typeof paymentMethod !== 'string') return;
         await this.deps.db.transaction(async (trx) => {
-          const locked = await lockAccount(trx, account.org_id);
+          const locked = await lockAccount(trx, account.org_id, this.deps.defaultPlanId);
           await updateAccount(trx, account.org_id, { card_status: 'ok', payment_method_id: paymentMethod, card_version: locked.card_version + 1 }, this.deps.clock.now());
           await recordAudit(trx, { orgId: account.org_id, actor: null, action: 'billing.card_updated', objectType: 'org', objectId: account.org_id, data: { payment_method_id: paymentMethod, event_id: event.id } });
         });

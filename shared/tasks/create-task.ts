@@ -182,8 +182,13 @@ function limitValue(value: number, range: { min: number; max: number }, field: s
 }
 
 async function writeTask(trx: Knex.Transaction, task: Partial<TaskRow>, input: CreateTaskInput, billing: CreateTaskDeps['billing'] | null): Promise<TaskRow> {
-  // Under the org's account lock: the org's starts count its running tasks one after another.
-  if (billing) await billing.admitStart(trx, input.session.org_id);
+  if (billing) {
+    // A computer that already has a task is 409 task_running (or the same request's task), as
+    // the unique index would answer, before the plan's limits are asked.
+    if (await findActiveTask(trx, input.session.code)) throw Object.assign(new Error('the session has an active task'), { code: UNIQUE_VIOLATION });
+    // Under the org's account lock: the org's starts count its running tasks one after another.
+    await billing.admitStart(trx, input.session.org_id);
+  }
   const inserted = await insertTask(trx, task);
   await recordSessionTask(trx, inserted.session_id, inserted.id);
   await recordAudit(trx, {

@@ -15,7 +15,7 @@ describe('billing under concurrency', function () {
   const db = () => service.running.container.db;
   before(async () => {
     service = await startTestService({ DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_SESSIONS_PER_HOUR: '100000' });
-    await db()('plans').insert({ id: 'race_test', name: 'Race (test)', description: 'Three at once', free_minutes: 10_000, price_per_minute_cents: 10, concurrent_tasks: 3, self_serve: false, position: 91 });
+    await db()('plans').insert({ id: 'race_test', name: 'Race (test)', description: 'Three at once', free_minutes: 10_000, price_per_minute_cents: 10, concurrent_tasks: 3, self_serve: false, listed: false, position: 91 });
   });
   after(async () => service.stop());
 

@@ -66,12 +66,12 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
   before(async () => {
     stripe = await startStripeStandIn();
     service = await startTestService(
-      { DESKHAND_SCRIPTED_MODELS: '1', STRIPE_SECRET_KEY: 'sk_test_standin', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url },
+      { DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_DEFAULT_PLAN: 'free', STRIPE_SECRET_KEY: 'sk_test_standin', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url },
       undefined,
       { clock },
     );
     // Plans are data: an operator adds one (no free minutes, 10 cents a minute, 3 tasks at once).
-    await db()('plans').insert({ id: 'metered_test', name: 'Metered (test)', description: 'Every minute paid', free_minutes: 0, price_per_minute_cents: 10, concurrent_tasks: 3, self_serve: false, position: 90 });
+    await db()('plans').insert({ id: 'metered_test', name: 'Metered (test)', description: 'Every minute paid', free_minutes: 0, price_per_minute_cents: 10, concurrent_tasks: 3, self_serve: false, listed: false, position: 90 });
   });
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.close();
@@ -86,7 +86,7 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
       const { key } = await service.newOrg();
       const plans = await service.api(key, 'GET', '/v1/plans');
       expect(plans.status).to.equal(200);
-      expect(plans.body.data.map((plan: any) => plan.plan_id)).to.include.members(['free', 'pay_as_you_go', 'enterprise']);
+      expect(plans.body.data.map((plan: any) => plan.plan_id)).to.deep.equal(['free', 'pay_as_you_go', 'enterprise']);
       const free = plans.body.data.find((plan: any) => plan.plan_id === 'free');
       expect(free).to.include({ object: 'plan', price_per_minute_cents: null, self_serve: true });
       const usage = await service.api(key, 'GET', '/v1/usage');

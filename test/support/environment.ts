@@ -23,6 +23,9 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     REDIS_URL: redisUrl,
     DESKHAND_REDIS_PREFIX: redisPrefix,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Orgs of tests run on the operator's own plan (no charge, no limit worth the name); the
+    // billing tests choose their plans (test/integration/billing*.test.ts).
+    DESKHAND_DEFAULT_PLAN: 'internal',
     PORT: '0',
     ...overrides,
   };

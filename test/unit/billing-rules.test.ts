@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import type { AccountRow, PlanRow } from '../../shared/billing/billing.repository';
 import { concurrencyRefusal, covers, nextMinuteCost, startRefusal } from '../../shared/billing/billing-rules';
 
-const plan = (changes: Partial<PlanRow> = {}): PlanRow => ({ id: 'p', name: 'Paid', description: '', free_minutes: 60, price_per_minute_cents: 10, concurrent_tasks: 2, self_serve: true, position: 1, ...changes });
+const plan = (changes: Partial<PlanRow> = {}): PlanRow => ({ id: 'p', name: 'Paid', description: '', free_minutes: 60, price_per_minute_cents: 10, concurrent_tasks: 2, self_serve: true, listed: true, position: 1, ...changes });
 const account = (changes: Partial<AccountRow> = {}): AccountRow => ({
   org_id: 'org_1',
   plan_id: 'p',
