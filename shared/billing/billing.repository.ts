@@ -191,6 +191,33 @@ export async function runningMeteredTaskIds(db: Knex, limit: number): Promise<Ar
     .select('t.id', 't.org_id');
 }
 
+/**
+ * Eval tries on cloud runners with machine minutes not charged yet: running ones (their minutes
+ * so far) and those ended in the last day (all their minutes), with how many minutes are due,
+ * counted from the try's start by the database's clock as the tries' times are.
+ */
+export async function machineMinutesDue(db: Knex, limit: number): Promise<Array<{ id: string; org_id: string; due: number }>> {
+  const { rows } = await db.raw(
+    `select t.id, t.org_id, d.due
+       from tries t
+       join runners r on r.id = t.runner_id and r.scope = 'cloud'
+       cross join lateral (select ceil(extract(epoch from (coalesce(t.ended_at, now()) - t.started_at)) / 60)::int as due) d
+      where t.started_at is not null
+        and (t.status = 'running' or t.ended_at > now() - interval '1 day')
+        and d.due > coalesce((select max(l.minute) from billing_ledger l where l.try_id = t.id), 0)
+      order by t.seq
+      limit ?`,
+    [limit],
+  );
+  return rows.map((row: { id: string; org_id: string; due: number }) => ({ id: row.id, org_id: row.org_id, due: Number(row.due) }));
+}
+
+/** The highest machine minute already charged of a try (0: none). */
+export async function lastChargedMachineMinute(db: Knex | Knex.Transaction, tryId: string): Promise<number> {
+  const row = await db('billing_ledger').where({ try_id: tryId }).max<{ max: number | null }[]>('minute as max').first();
+  return Number(row?.max ?? 0);
+}
+
 /** Whether the task runs on a person's computer (task minutes), not on an eval machine. */
 export async function isMeteredTask(db: Knex | Knex.Transaction, sessionCode: string): Promise<boolean> {
   const row = await db('sessions').where({ code: sessionCode }).first('kind');

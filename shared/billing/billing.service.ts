@@ -16,6 +16,8 @@ import {
   freeMinutesUsed,
   isMeteredTask,
   lastChargedMinute,
+  lastChargedMachineMinute,
+  machineMinutesDue,
   listLedger,
   listPlans,
   lockAccount,
@@ -416,6 +418,33 @@ export class BillingService {
       if (cost.free) freeUsed++;
     }
     return { charged, uncovered: null };
+  }
+
+  /**
+   * Machine minutes (docs/billing.md): eval tries on cloud runners are charged per minute of the
+   * machine, free minutes first, then the balance, even past it (a try is not cut short; a test
+   * run is not refused at its start). Tries on the org's own runners are not charged. Returns
+   * how many minutes it charged.
+   */
+  async chargeMachineMinutes(limit = 500): Promise<number> {
+    let charged = 0;
+    for (const due of await machineMinutesDue(this.deps.db, limit)) {
+      charged += await this.deps.db.transaction(async (trx) => {
+        const account = await lockAccount(trx, due.org_id, this.deps.defaultPlanId);
+        const plan = (await findPlan(trx, account.plan_id))!;
+        const now = this.deps.clock.now();
+        let freeUsed = await freeMinutesUsed(trx, due.org_id, monthStart(now));
+        let written = 0;
+        for (let minute = (await lastChargedMachineMinute(trx, due.id)) + 1; minute <= due.due; minute++) {
+          const cost = nextMinuteCost(plan, freeUsed);
+          const row = await appendLedger(trx, account, { kind: 'machine_minute', amount_cents: -(cost.cents ?? 0), try_id: due.id, minute, free: cost.free, description: `Machine minute ${minute} of ${due.id}${cost.free ? ' (free)' : ''}` }, now);
+          if (row) written++;
+          if (cost.free) freeUsed++;
+        }
+        return written;
+      });
+    }
+    return charged;
   }
 
   /** The running tasks the meter visits (on people's computers), at most `limit`. */

@@ -200,6 +200,37 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
     });
   });
 
+  describe('machine minutes', () => {
+    it('charges eval tries on cloud runners per machine minute, once; tries on the org\'s own runners are not charged', async () => {
+      const { key, orgId } = await orgOn('metered_test', 1000);
+      const cloud = await service.running.container.runners.createCloud('Cloud (billing test)');
+      const own = await service.api(key, 'POST', '/v1/runners', { name: 'Our runner' });
+      expect(own.status).to.equal(200);
+      // A run with two tries that ran 150 s each (the tries' own rows, as the evals flow leaves them).
+      const runId = `tr_billing_${Date.now()}`;
+      await db()('test_runs').insert({ id: runId, org_id: orgId, agent_id: 'default', agent_version: 1, agent: JSON.stringify({}), status: 'completed' });
+      const tryRow = (id: string, runnerId: string) => ({
+        id,
+        org_id: orgId,
+        run_id: runId,
+        position: 1,
+        test_case_id: 'tc_billing',
+        attempt: id.endsWith('cloud') ? 1 : 2,
+        status: 'passed',
+        runner_id: runnerId,
+        started_at: db().raw("now() - interval '150 seconds'"),
+        ended_at: db().raw('now()'),
+      });
+      await db()('tries').insert([tryRow(`try_${runId}_cloud`, cloud.runner.runner_id), tryRow(`try_${runId}_own`, own.body.runner_id)]);
+      await billing().chargeMachineMinutes();
+      await billing().chargeMachineMinutes();
+      const charged = await db()('billing_ledger').where({ org_id: orgId, kind: 'machine_minute' }).orderBy('minute');
+      expect(charged.map((row) => [row.try_id, row.minute, Number(row.amount_cents)])).to.deep.equal([1, 2, 3].map((minute) => [`try_${runId}_cloud`, minute, -10]));
+      const usage = (await service.api(key, 'GET', '/v1/usage')).body;
+      expect(usage).to.include({ machine_minutes: 3, task_minutes: 0, minutes_used: 3, balance_cents: 970 });
+    });
+  });
+
   describe('payments', () => {
     it('saves a card with a SetupIntent, tops up from it, and credits a payment once however often Stripe tells it', async () => {
       const { key, orgId } = await orgOn('pay_as_you_go');

@@ -21,6 +21,7 @@ export interface MaintenanceDeps {
   loop: TaskTimers & { reconcile(quietMs?: number): Promise<number>; timeOutOverdueApprovals(): Promise<number>; meterRunning(): Promise<number> };
   webhookDelivery: Parameters<typeof webhookSweepSteps>[0]['webhookDelivery'];
   evals: EvalsDeps;
+  billing: { chargeMachineMinutes(): Promise<number> };
 }
 
 /** The reconcile sweep's steps, in the order they run. */
@@ -32,6 +33,8 @@ export function sweepSteps(deps: MaintenanceDeps): SweepStep[] {
     { name: 'approval-timeouts', run: () => deps.loop.timeOutOverdueApprovals() },
     // Running tasks charged minute by minute (docs/billing.md); one that cannot pay its next minute stops.
     { name: 'meter-tasks', run: () => deps.loop.meterRunning() },
+    // Eval tries on cloud runners: machine minutes.
+    { name: 'meter-machines', run: () => deps.billing.chargeMachineMinutes() },
     ...webhookSweepSteps(deps),
     ...evalsSweepSteps(deps.evals),
   ];
