@@ -180,15 +180,24 @@ export async function lastChargedMinute(db: Knex | Knex.Transaction, taskId: str
   return Number(row?.max ?? 0);
 }
 
-/** Running tasks on people's computers (the meter's work), oldest first, at most `limit`. */
-export async function runningMeteredTaskIds(db: Knex, limit: number): Promise<Array<{ id: string; org_id: string }>> {
-  return db('tasks as t')
-    .join('sessions as s', 's.code', 't.session_id')
-    .where('t.status', 'running')
-    .whereNot('s.kind', 'machine')
-    .orderBy('t.seq')
-    .limit(limit)
-    .select('t.id', 't.org_id');
+/**
+ * Running tasks on people's computers with a minute begun and not charged yet at `now` (the
+ * meter's work), oldest first, at most `limit`: their running time rounded up to minutes, as
+ * `billed_minutes` is, is more than the last minute charged.
+ */
+export async function runningMeteredTaskIds(db: Knex, now: Date, limit: number): Promise<Array<{ id: string; org_id: string }>> {
+  const { rows } = await db.raw(
+    `select t.id, t.org_id
+       from tasks t
+       join sessions s on s.code = t.session_id
+      where t.status = 'running' and s.kind <> 'machine'
+        and ceil((t.active_ms + coalesce(greatest(0, extract(epoch from (?::timestamptz - t.running_since)) * 1000), 0)) / 60000.0)
+            > coalesce((select max(l.minute) from billing_ledger l where l.task_id = t.id), 0)
+      order by t.seq
+      limit ?`,
+    [now, limit],
+  );
+  return rows;
 }
 
 /**

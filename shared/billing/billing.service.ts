@@ -447,9 +447,9 @@ export class BillingService {
     return charged;
   }
 
-  /** The running tasks the meter visits (on people's computers), at most `limit`. */
+  /** The running tasks the meter has work for (on people's computers, a minute begun and not charged), at most `limit`. */
   runningTasks(limit = 500): Promise<Array<{ id: string; org_id: string }>> {
-    return runningMeteredTaskIds(this.deps.db, limit);
+    return runningMeteredTaskIds(this.deps.db, this.deps.clock.now(), limit);
   }
 
   /** A webhook request from the provider: verified on its raw body, handled once per event id. 400 when it does not verify. */
