@@ -54,6 +54,28 @@ describe('billing under concurrency', function () {
     });
   });
 
+  describe('without a payment provider (no STRIPE_SECRET_KEY)', () => {
+    it('answers paid features with 503 payments_unavailable, and the free plan works', async () => {
+      const { key, orgId } = await service.newOrg();
+      await service.running.container.billing.setPlan(orgId, 'free', { orgId, actor: null }, { operator: true });
+      for (const [method, path, body] of [['POST', '/v1/billing/card', undefined], ['POST', '/v1/billing/top_ups', { amount_cents: 1000 }], ['PUT', '/v1/billing/settings', { auto_topup: { enabled: true } }]] as const) {
+        const refused = await service.api(key, method, path, body);
+        expect(refused.status, path).to.equal(503);
+        expect(refused.body.error, path).to.include({ code: 'payments_unavailable' });
+        expect(refused.body.error.message).to.contain('STRIPE_SECRET_KEY');
+      }
+      const webhook = await fetch(`${service.baseUrl}/billing/stripe/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' }, body: '{}' });
+      expect(webhook.status).to.equal(503);
+      expect((await service.api(key, 'GET', '/v1/billing')).body).to.include({ payments_available: false, plan_id: 'free' });
+      const { code, client } = await connectDesktop(service, key);
+      try {
+        expect((await service.api(key, 'POST', `/v1/sessions/${code}/tasks`, { prompt: script('done "ok"') })).status).to.equal(200);
+      } finally {
+        await client.close();
+      }
+    });
+  });
+
   describe('the ledger', () => {
     it('keeps the balance equal to the sum of the ledger, row by row, under concurrent charges and credits (property)', async () => {
       const operation = fc.oneof(
