@@ -129,6 +129,10 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
         expect(failed.stderr, args.join(' ')).to.match(/\S/);
         expect(failed.stdout).to.equal('');
       }
+      // A live key in development stops any command at once, with a message naming the variable.
+      const live = await run(process.execPath, [bin, 'orgs', 'list'], { env: { ...process.env, ...testEnv(), STRIPE_SECRET_KEY: 'sk_live_not_here' } }).catch((error) => error);
+      expect(live.code).to.equal(1);
+      expect(live.stderr).to.match(/configuration: STRIPE_SECRET_KEY is a live key .* development takes test-mode keys/);
       const entries = (await service.api(key, 'GET', '/v1/billing/ledger?kind=payments')).body.data;
       expect(entries).to.have.length(1);
       expect(entries[0]).to.include({ kind: 'credit', amount_cents: 2500, balance_after_cents: 2500 });
