@@ -106,7 +106,6 @@ export async function run(): Promise<void> {
     DATABASE_URL: databaseUrl,
     DESKHAND_REDIS_PREFIX: prefix,
     DESKHAND_SCRIPTED_MODELS: '1',
-    DESKHAND_DEFAULT_PLAN: 'internal',
     DESKHAND_RATE_LIMIT_PER_HOUR: '10000000',
     DESKHAND_SESSIONS_PER_HOUR: '10000000',
   };

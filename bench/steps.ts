@@ -63,7 +63,7 @@ const cpuSeconds = (pid: number) => (processCpuMs(pid)?.ms ?? 0) / 1000;
 export async function run(): Promise<void> {
   const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/deskhand_bench';
   const prefix = `bench-steps-${Date.now()}`;
-  const env = { DATABASE_URL: databaseUrl, DESKHAND_REDIS_PREFIX: prefix, DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_DEFAULT_PLAN: 'internal', DESKHAND_RATE_LIMIT_PER_HOUR: '10000000', DESKHAND_SESSIONS_PER_HOUR: '10000000' };
+  const env = { DATABASE_URL: databaseUrl, DESKHAND_REDIS_PREFIX: prefix, DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_RATE_LIMIT_PER_HOUR: '10000000', DESKHAND_SESSIONS_PER_HOUR: '10000000' };
   const config = loadConfig({ ...process.env, ...env });
   await migrateLatest(databaseUrl);
   const db = createKnex(databaseUrl, { min: 0, max: 2 });
