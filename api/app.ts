@@ -31,11 +31,12 @@ import { testCaseRoutes } from './routes/test-cases.routes';
 import { testSetRoutes } from './routes/test-sets.routes';
 import { testRunRoutes } from './routes/test-runs.routes';
 import { docsRoutes } from './routes/docs.routes';
+import { billingRoutes, PROVIDER_WEBHOOK_PATH } from './routes/billing.routes';
 import { isLegacyPath } from './legacy-paths';
 
 /** Every route of the API, in the order they are documented. */
 export function allRoutes(container: Container): RouteSpec[] {
-  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...memberRoutes(container), ...apiKeyRoutes(container), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...viewRoutes(container), ...legacyRoutes(container), ...docsRoutes(container)];
+  const routes: RouteSpec[] = [...healthRoutes(container), ...identityRoutes(), ...memberRoutes(container), ...apiKeyRoutes(container), ...auditRoutes(container), ...agentRoutes(container), ...sessionRoutes(container), ...taskRoutes(container), ...pageRoutes(container), ...webhookRoutes(container), ...toolRoutes(container), ...runnerRoutes(container), ...startStateRoutes(container), ...testCaseRoutes(container), ...testSetRoutes(container), ...testRunRoutes(container), ...billingRoutes(container), ...viewRoutes(container), ...legacyRoutes(container), ...docsRoutes(container)];
   let document: Record<string, unknown> | null = null;
   routes.push(
     defineRoute({
@@ -106,6 +107,7 @@ export function createApp(container: Container, options: { validateResponses?: b
       limitBytes: DEFAULT_BODY_LIMIT_BYTES,
       largeLimitBytes: 8 * 1024 * 1024,
       isLargeBodyPath: (path) => largeBodyPaths.has(path),
+      keepsRawBody: (path) => path === PROVIDER_WEBHOOK_PATH,
     }),
   );
   // The older API's POSTs may come without a body (POST /tasks has none): read as {}.

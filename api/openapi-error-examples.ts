@@ -7,7 +7,7 @@
 const V1_BY_STATUS: Record<number, { type: string; message: string; code?: string; answered_by?: string }> = {
   400: { type: 'invalid_request', message: 'body has an unknown field "promt"' },
   401: { type: 'authentication', message: 'Missing API key: send Authorization: Bearer <API_KEY>' },
-  402: { type: 'payment_required', message: 'The plan does not allow this' },
+  402: { type: 'payment_required', message: 'The balance ($0.04) cannot cover a minute ($0.10); add funds (POST /v1/billing/top_ups) or turn on auto top-up (PUT /v1/billing/settings)', code: 'insufficient_balance' },
   403: { type: 'permission', message: 'This role cannot do this' },
   404: { type: 'not_found', message: 'No task task_3k9xq7m2pd8w4tz1vn5c' },
   409: { type: 'conflict', message: 'This question was already answered by the person', code: 'already_answered', answered_by: 'customer' },

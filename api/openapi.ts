@@ -14,7 +14,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'No such object in this org, or no such route (not_found).',
   409: 'Conflicts with the current state (conflict).',
   413: 'Request body too large (invalid_request).',
-  429: 'Too many requests (rate_limit).',
+  429: 'Too many requests (rate_limit); on a task start, the plan\'s tasks at once are taken (concurrency_limit).',
   500: 'Service-side failure; retry with backoff (server_error).',
   503: 'The model cannot run on this server (model_unavailable).',
 };

@@ -27,6 +27,11 @@ async function withContainer<T>(work: (container: ReturnType<typeof createContai
   }
 }
 
+function wholeCents(value: string): number {
+  if (!/^-?\d{1,10}$/.test(value) || Number(value) === 0) throw new InvalidArgumentError('a whole number of cents, not 0 (e.g. 2000 for $20.00)');
+  return Number(value);
+}
+
 function processTypes(value: string, previous: ProcessType[] = []): ProcessType[] {
   const types = value.split(',').map((type) => type.trim()).filter(Boolean);
   for (const type of types) {
@@ -110,6 +115,33 @@ export function buildProgram(): Command {
     .description('list every org, oldest first; prints a JSON array')
     .action(async () => {
       await withContainer(async (container) => printJson(await container.orgs.list()));
+    });
+
+  orgs
+    .command('set-plan')
+    .description('put an org on a plan (any plan, self-serve or not; docs/billing.md); prints the plan')
+    .requiredOption('--org <org_id>', 'the org')
+    .requiredOption('--plan <plan_id>', 'a plan id (free, pay_as_you_go, enterprise, …)')
+    .action(async (options: { org: string; plan: string }) => {
+      await withContainer(async (container) => {
+        if (!(await container.orgs.exists(options.org))) throw new Error(`no org ${options.org}`);
+        const plan = await container.billing.setPlan(options.org, options.plan, { orgId: options.org, actor: null }, { operator: true });
+        printJson({ org_id: options.org, plan });
+      });
+    });
+
+  orgs
+    .command('credit')
+    .description("add to an org's balance (negative: take back); prints the ledger entry and the balance")
+    .requiredOption('--org <org_id>', 'the org')
+    .requiredOption('--cents <n>', 'whole cents, e.g. 2000 for $20.00', wholeCents)
+    .option('--note <text>', 'what the ledger entry says')
+    .action(async (options: { org: string; cents: number; note?: string }) => {
+      await withContainer(async (container) => {
+        if (!(await container.orgs.exists(options.org))) throw new Error(`no org ${options.org}`);
+        const entry = await container.billing.credit(options.org, options.cents, { orgId: options.org, actor: null }, options.note);
+        printJson({ org_id: options.org, balance_cents: entry.balance_after_cents, entry });
+      });
     });
 
   const keys = program.command('keys').description('API keys');

@@ -3,8 +3,8 @@ import type { ProcessType } from '../shared/queues/catalog';
 
 /**
  * What `deskhand start` tells the person who ran it, among the JSON log lines: one line with the
- * address to open and what runs, and a warning when no model can run (every task would answer
- * 503 `model_unavailable`, a puzzle on a first run).
+ * address to open and what runs, a warning when no model can run (every task would answer
+ * 503 `model_unavailable`, a puzzle on a first run), and a note when production takes no payments.
  */
 export function startupLines(config: Readonly<Config>, types: readonly ProcessType[], port: number | null): string {
   const running = types.join(', ');
@@ -20,6 +20,9 @@ export function startupLines(config: Readonly<Config>, types: readonly ProcessTy
     lines.push(
       'Warning: no model can run: set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or DESKHAND_SCRIPTED_MODELS=1 for the scripted model (docs/simulator.md); until then every task answers 503 model_unavailable',
     );
+  }
+  if (config.env === 'production' && !config.payments) {
+    lines.push('Note: payments are off (no STRIPE_SECRET_KEY): orgs can use their free minutes and credits, but cards and top-ups answer 503 payments_unavailable (docs/billing.md)');
   }
   return `${lines.join('\n')}\n`;
 }

@@ -65,6 +65,18 @@ export interface Config {
   consoleSessionMs: number;
   /** Console sign-in attempts one client address may make per 15 minutes. */
   signInsPerAddress: number;
+  payments: PaymentsConfig | null;
+  /** The plan a new org starts on (`DESKHAND_DEFAULT_PLAN`; unless set, `free` in production and the unlimited `internal` in development; docs/billing.md). */
+  defaultPlanId: string;
+}
+
+/** The payment provider (Stripe); null without `STRIPE_SECRET_KEY`: the free plan works, paid features answer a clear error. */
+export interface PaymentsConfig {
+  secretKey: string;
+  /** Verifies the provider's webhooks (`whsec_…`); null: they are refused. */
+  webhookSecret: string | null;
+  /** Where the provider's API is reached (a local stand-in in tests); null: the provider's own. */
+  apiBase: { host: string; port: number; protocol: 'http' | 'https' } | null;
 }
 
 export class ConfigError extends Error {}
@@ -113,6 +125,28 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
     throw new ConfigError(`${name} must start with ${protocols.map((p) => p + '//').join(' or ')}, got "${raw}"`);
   }
   return raw.replace(/\/+$/, '');
+}
+
+/**
+ * `STRIPE_SECRET_KEY` and its companions. Test-mode keys never take money in production, and
+ * live keys never run in development: each is refused the other way round, at start-up.
+ */
+function payments(env: Env, deskhandEnv: DeskhandEnv): PaymentsConfig | null {
+  const secretKey = env.STRIPE_SECRET_KEY;
+  if (!secretKey) return null;
+  if (!/^(sk|rk)_(test|live)_\S+$/.test(secretKey)) throw new ConfigError('STRIPE_SECRET_KEY must be a secret key (sk_test_… or sk_live_…)');
+  const live = /^(sk|rk)_live_/.test(secretKey);
+  if (live && deskhandEnv === 'development') throw new ConfigError('STRIPE_SECRET_KEY is a live key (sk_live_…); development takes test-mode keys (sk_test_…) only');
+  if (!live && deskhandEnv === 'production') throw new ConfigError('STRIPE_SECRET_KEY is a test-mode key (sk_test_…); production takes live keys (sk_live_…) only');
+  const webhookSecret = env.STRIPE_WEBHOOK_SECRET || null;
+  if (webhookSecret !== null && !webhookSecret.startsWith('whsec_')) throw new ConfigError('STRIPE_WEBHOOK_SECRET must be the endpoint\'s signing secret (whsec_…)');
+  let apiBase: PaymentsConfig['apiBase'] = null;
+  if (env.STRIPE_API_BASE) {
+    const base = new URL(url(env, 'STRIPE_API_BASE', '', ['http:', 'https:']));
+    const protocol = base.protocol === 'http:' ? 'http' : 'https';
+    apiBase = { host: base.hostname, port: base.port ? Number(base.port) : protocol === 'http' ? 80 : 443, protocol };
+  }
+  return { secretKey, webhookSecret, apiBase };
 }
 
 function vendor(env: Env, prefix: string, defaultBaseUrl: string): VendorConfig | null {
@@ -175,7 +209,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     consoleIdleMs: integer(env, 'DESKHAND_CONSOLE_IDLE_MINUTES', 720, 1, 7 * 24 * 60) * 60_000,
     consoleSessionMs: integer(env, 'DESKHAND_CONSOLE_SESSION_HOURS', 168, 1, 90 * 24) * 3_600_000,
     signInsPerAddress: integer(env, 'DESKHAND_SIGN_INS_PER_ADDRESS', 30, 1, 100_000),
+    payments: payments(env, deskhandEnv),
+    defaultPlanId: env.DESKHAND_DEFAULT_PLAN || (deskhandEnv === 'production' ? 'free' : 'internal'),
   };
+  if (!/^[a-z0-9_]{1,40}$/.test(config.defaultPlanId)) throw new ConfigError(`DESKHAND_DEFAULT_PLAN must be a plan id (free, pay_as_you_go, enterprise, internal, …), got "${config.defaultPlanId}"`);
   if (config.runnerOfflineAfterMs <= config.runnerHeartbeatMs) {
     throw new ConfigError('DESKHAND_RUNNER_OFFLINE_AFTER_MS must be longer than DESKHAND_RUNNER_HEARTBEAT_MS (a runner would read offline between two heartbeats)');
   }

@@ -38,6 +38,8 @@ import { secretToType, stepToClick } from './evals/customer';
 import { TestCasesService } from './test-cases/test-cases.service';
 import { TestSetsService } from './test-sets/test-sets.service';
 import { IdempotencyService } from './idempotency/idempotency.service';
+import { BillingService } from './billing/billing.service';
+import { stripeProvider } from './billing/payment-provider';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -91,6 +93,8 @@ export interface Container {
   tryFlow: TryFlow;
   testCases: TestCasesService;
   testSets: TestSetsService;
+  /** Plans, balance and ledger, payments, the limits of a task start, metering. */
+  billing: BillingService;
   /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
@@ -124,6 +128,9 @@ export function createContainer(
   const agents = new AgentService({ db, config, resolve: options.hostResolver });
   // Every org has exactly one default agent from its first moment.
   orgs.onCreated((trx, orgId, actor) => agents.createDefaultAgent(trx, orgId, actor));
+  const billing = new BillingService({ db, clock, provider: config.payments ? stripeProvider(config.payments) : null, logger: logger.child({ scope: 'billing' }), defaultPlanId: config.defaultPlanId });
+  // Every org has a billing account, on the free plan, from its first moment.
+  orgs.onCreated((trx, orgId) => billing.onOrgCreated(trx, orgId));
   const agentFiles = new AgentFileService({ db });
   const link = new ComputerLink(redis, config.redisPrefix);
   const sessionCreations = createKeyedLimiter({ redis, prefix: config.redisPrefix, name: 'sessions', points: config.sessionsPerHour, durationSeconds: 3600 });
@@ -167,9 +174,10 @@ export function createContainer(
     actTimeoutMs: config.actTimeoutMs,
     reconnectGraceMs: config.reconnectGraceMs,
     modelTimeoutMs: config.modelTimeoutMs,
+    billing,
   });
   const idempotency = new IdempotencyService(db);
-  const tasks = new TasksService({ db, clock, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
+  const tasks = new TasksService({ db, clock, agents, models, loop, billing, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
   const followers = new TaskFollowers({ db, clock, notifier, baseUrl: config.baseUrl });
   // A computer that goes away takes its running task with it.
   sessions.onComputerGone((session, why) => loop.computerGone(session.code, why));
@@ -274,6 +282,7 @@ export function createContainer(
     tryFlow,
     testCases: new TestCasesService({ db }),
     testSets: new TestSetsService({ db }),
+    billing,
     async close() {
       await queues.close();
       subscriber.disconnect();

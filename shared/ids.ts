@@ -20,6 +20,7 @@ export const ID_PREFIX = {
   try: 'try',
   runnerCommand: 'cmd',
   user: 'usr',
+  ledgerEntry: 'led',
 } as const;
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';

@@ -18,13 +18,13 @@ export function taskRoutes(container: Container): RouteSpec[] {
       operationId: 'startTask',
       summary: 'Start a task on a connected session',
       description:
-        '409 when no computer is connected, or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent\'s model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task\'s `task_id`), and on another session 409 `request_id_in_use`.',
+        '409 when no computer is connected, or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent\'s model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task\'s `task_id`), and on another session 409 `request_id_in_use`. The plan decides too (docs/billing.md): 429 `concurrency_limit` when the org already runs the plan\'s tasks at once; 402 `payment_required` when the next minute is not covered: `insufficient_balance` (free minutes used up, or the balance short: add funds), `auto_topup_limit_reached` (raise the limit), `card_needs_attention` (update the card).',
       tag: 'Tasks',
       auth: 'api_key',
       params: Type.Object({ session_id: SessionCode }),
       body: StartTaskBody,
       response: TaskSchema,
-      errors: [404, 409, 503],
+      errors: [402, 404, 409, 503],
       idempotent: 'handler',
       handler: async ({ auth, params, body, requestId, ctx }) =>
         tasks.start(auth, params.session_id.toUpperCase(), { ...body, request_id: idempotencyKey(body.request_id, ctx.get('idempotency-key') || undefined) }, requestId),

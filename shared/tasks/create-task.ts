@@ -13,6 +13,7 @@ import { recordSessionTask } from '../sessions/sessions.repository';
 import { stepJobId } from './loop';
 import { findActiveTask, findTaskByRequestId, insertTask, type TaskRow } from './tasks.repository';
 import { sameRequestOrConflict } from './idempotency';
+import type { BillingService } from '../billing/billing.service';
 
 /**
  * Creating a task, whoever asks: `POST /v1/sessions/{id}/tasks`, the older API's `/start`, and
@@ -27,6 +28,12 @@ export interface CreateTaskDeps {
   models: Pick<ModelRegistry, 'isAvailable' | 'unavailableReason' | 'resolve'>;
   /** Queues step 1 (`TaskLoop.enqueueFirstStep`); when Redis does not take it, the sweep does later. */
   enqueueFirstStep: (taskId: string) => Promise<unknown>;
+  /**
+   * The plan's limits (shared/billing): an auto top-up tried before the transaction when the
+   * next minute is not covered, then, in it, the org's 429 `concurrency_limit` and 402s.
+   * Tasks on eval machines are not limited here (their machine minutes are billed instead).
+   */
+  billing: Pick<BillingService, 'prepareStart' | 'admitStart'>;
 }
 
 /** Limits of one task; each overrides the agent version's `guardrails.max_steps` / `max_minutes` for it. */
@@ -69,16 +76,24 @@ const UNIQUE_VIOLATION = '23505';
  * Creates a task in a transaction of its own and queues its first step once that commits.
  * Throws 404 for an expired session, 409 `not_connected` when no computer is connected, 503
  * `model_unavailable` when the agent's model cannot run here, 400 for limits out of range, and
- * 409 `task_running` (with `active_task_id`) when the computer already has a task; a retired
- * model with a successor runs as its successor.
+ * 409 `task_running` (with `active_task_id`) when the computer already has a task, 429
+ * `concurrency_limit` when the org's plan runs no more tasks at once, 402 `payment_required`
+ * when the next minute is not covered; a retired model with a successor runs as its successor.
  */
 export async function createTask(deps: CreateTaskDeps, input: CreateTaskInput): Promise<CreatedTask> {
   const task = checkedTask(deps, input);
+  const metered = input.session.kind !== 'machine';
+  if (metered) await deps.billing.prepareStart(input.session.org_id);
   try {
-    const row = await deps.db.transaction((trx) => writeTask(trx, task, input));
+    const row = await deps.db.transaction((trx) => writeTask(trx, task, input, metered ? deps.billing : null));
     await deps.enqueueFirstStep(row.id);
     return { row, created: true };
   } catch (error) {
+    if (isRefusedByPlan(error) && input.request_id) {
+      // A concurrent retry of a start that got in first holds a slot of the plan: it is that task.
+      const earlier = await findTaskByRequestId(deps.db, input.session.org_id, input.request_id);
+      if (earlier) return { row: await earlierTaskOrConflict(deps.db, input), created: false };
+    }
     if (!isUniqueViolation(error)) throw error;
     return { row: await earlierTaskOrConflict(deps.db, input), created: false };
   }
@@ -96,7 +111,7 @@ export async function createTaskInTransaction(
 ): Promise<CreatedTask & { afterCommit: () => Promise<unknown> }> {
   const task = checkedTask(deps, input);
   try {
-    const row = await trx.transaction((savepoint) => writeTask(savepoint, task, input));
+    const row = await trx.transaction((savepoint) => writeTask(savepoint, task, input, input.session.kind !== 'machine' ? deps.billing : null));
     return { row, created: true, afterCommit: () => deps.enqueueFirstStep(row.id) };
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
@@ -166,7 +181,14 @@ function limitValue(value: number, range: { min: number; max: number }, field: s
   return value;
 }
 
-async function writeTask(trx: Knex.Transaction, task: Partial<TaskRow>, input: CreateTaskInput): Promise<TaskRow> {
+async function writeTask(trx: Knex.Transaction, task: Partial<TaskRow>, input: CreateTaskInput, billing: CreateTaskDeps['billing'] | null): Promise<TaskRow> {
+  if (billing) {
+    // A computer that already has a task is 409 task_running (or the same request's task), as
+    // the unique index would answer, before the plan's limits are asked.
+    if (await findActiveTask(trx, input.session.code)) throw Object.assign(new Error('the session has an active task'), { code: UNIQUE_VIOLATION });
+    // Under the org's account lock: the org's starts count its running tasks one after another.
+    await billing.admitStart(trx, input.session.org_id);
+  }
   const inserted = await insertTask(trx, task);
   await recordSessionTask(trx, inserted.session_id, inserted.id);
   await recordAudit(trx, {
@@ -205,6 +227,11 @@ async function earlierTaskOrConflict(db: Knex | Knex.Transaction, input: CreateT
     'task_running',
     active ? { active_task_id: active.id } : undefined,
   );
+}
+
+/** A 402 or 429 of the plan (`admitStart`). */
+function isRefusedByPlan(error: unknown): boolean {
+  return error instanceof ApiError && (error.status === 402 || error.code === 'concurrency_limit');
 }
 
 function isUniqueViolation(error: unknown): boolean {

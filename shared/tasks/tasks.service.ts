@@ -40,6 +40,7 @@ export interface TasksDeps {
   agents: Pick<AgentService, 'resolveForTask'>;
   models: ModelRegistry;
   loop: TaskLoop;
+  billing: CreateTaskDeps['billing'];
   baseUrl: string;
   logger: Logger;
 }
@@ -54,7 +55,7 @@ export class TasksService {
   private readonly createDeps: CreateTaskDeps;
 
   constructor(private readonly deps: TasksDeps) {
-    this.createDeps = { db: deps.db, clock: deps.clock, models: deps.models, enqueueFirstStep: (taskId) => deps.loop.enqueueFirstStep(taskId) };
+    this.createDeps = { db: deps.db, clock: deps.clock, models: deps.models, enqueueFirstStep: (taskId) => deps.loop.enqueueFirstStep(taskId), billing: deps.billing };
   }
 
   toTask(row: TaskObjectRow): Task {

@@ -23,6 +23,9 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     REDIS_URL: redisUrl,
     DESKHAND_REDIS_PREFIX: redisPrefix,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Orgs of tests run on the operator's own plan (no charge, no limit worth the name); the
+    // billing tests choose their plans (test/integration/billing*.test.ts).
+    DESKHAND_DEFAULT_PLAN: 'internal',
     PORT: '0',
     // Every test signs in from 127.0.0.1 within one run; one test lowers it to see the limit.
     DESKHAND_SIGN_INS_PER_ADDRESS: '100000',

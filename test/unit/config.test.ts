@@ -12,6 +12,12 @@ describe('configuration', () => {
     expect(Object.isFrozen(config)).to.equal(true);
   });
 
+  it('starts new orgs on the free plan in production and on the unlimited internal plan in development, unless told', () => {
+    expect(loadConfig({}).defaultPlanId).to.equal('internal');
+    expect(loadConfig({ DESKHAND_ENV: 'production', DESKHAND_ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789' }).defaultPlanId).to.equal('free');
+    expect(loadConfig({ DESKHAND_DEFAULT_PLAN: 'free' }).defaultPlanId).to.equal('free');
+  });
+
   it('names the variable in the message of a bad value', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).to.throw(ConfigError, /PORT must be a whole number/);
     expect(() => loadConfig({ DESKHAND_ENV: 'staging' })).to.throw(ConfigError, /DESKHAND_ENV must be development or production/);
@@ -25,6 +31,17 @@ describe('configuration', () => {
   it('refuses DESKHAND_ALLOW_PRIVATE_URLS in production', () => {
     expect(() => loadConfig({ DESKHAND_ENV: 'production', DESKHAND_ALLOW_PRIVATE_URLS: '1' })).to.throw(ConfigError, /development only/);
     expect(loadConfig({ DESKHAND_ALLOW_PRIVATE_URLS: '1' }).allowPrivateUrls).to.equal(true);
+  });
+
+  it('payments: test-mode keys only in development, live keys only in production; none is the free plan only', () => {
+    expect(loadConfig({}).payments).to.equal(null);
+    expect(() => loadConfig({ STRIPE_SECRET_KEY: 'sk_live_abc' })).to.throw(ConfigError, /live key .*development takes test-mode keys/);
+    expect(() => loadConfig({ DESKHAND_ENV: 'production', STRIPE_SECRET_KEY: 'sk_test_abc' })).to.throw(ConfigError, /test-mode key .*production takes live keys/);
+    expect(() => loadConfig({ STRIPE_SECRET_KEY: 'pk_test_abc' })).to.throw(ConfigError, /STRIPE_SECRET_KEY must be a secret key/);
+    expect(() => loadConfig({ STRIPE_SECRET_KEY: 'sk_test_abc', STRIPE_WEBHOOK_SECRET: 'nope' })).to.throw(ConfigError, /STRIPE_WEBHOOK_SECRET/);
+    expect(loadConfig({ DESKHAND_ENV: 'production', STRIPE_SECRET_KEY: 'sk_live_abc' }).payments).to.deep.equal({ secretKey: 'sk_live_abc', webhookSecret: null, apiBase: null });
+    const local = loadConfig({ STRIPE_SECRET_KEY: 'sk_test_abc', STRIPE_WEBHOOK_SECRET: 'whsec_x', STRIPE_API_BASE: 'http://127.0.0.1:12111' }).payments;
+    expect(local).to.deep.equal({ secretKey: 'sk_test_abc', webhookSecret: 'whsec_x', apiBase: { host: '127.0.0.1', port: 12111, protocol: 'http' } });
   });
 
   it('reads a vendor only when its key is set, with its base URL', () => {

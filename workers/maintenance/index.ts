@@ -18,11 +18,12 @@ export const REDIS_SETTLE_MS = 3_000;
 /** What the maintenance queue needs: the services its jobs and sweep steps call. */
 export interface MaintenanceDeps {
   sessions: Pick<SessionsService, 'expireDue'>;
-  loop: TaskTimers & { reconcile(quietMs?: number): Promise<number>; timeOutOverdueApprovals(): Promise<number> };
+  loop: TaskTimers & { reconcile(quietMs?: number): Promise<number>; timeOutOverdueApprovals(): Promise<number>; meterRunning(): Promise<number> };
   webhookDelivery: Parameters<typeof webhookSweepSteps>[0]['webhookDelivery'];
   evals: EvalsDeps;
   /** Deletes `Idempotency-Key`s past their 24 hours. */
   idempotency: { deleteExpired(): Promise<number> };
+  billing: { chargeMachineMinutes(): Promise<number> };
 }
 
 /** The reconcile sweep's steps, in the order they run. */
@@ -32,6 +33,10 @@ export function sweepSteps(deps: MaintenanceDeps): SweepStep[] {
     { name: 'reconcile-tasks', run: (options) => deps.loop.reconcile(options?.quietMs) },
     // Approvals past approval_timeout_minutes whose delayed job was lost.
     { name: 'approval-timeouts', run: () => deps.loop.timeOutOverdueApprovals() },
+    // Running tasks charged minute by minute (docs/billing.md); one that cannot pay its next minute stops.
+    { name: 'meter-tasks', run: () => deps.loop.meterRunning() },
+    // Eval tries on cloud runners: machine minutes.
+    { name: 'meter-machines', run: () => deps.billing.chargeMachineMinutes() },
     ...webhookSweepSteps(deps),
     ...evalsSweepSteps(deps.evals),
     { name: 'expired-idempotency-keys', run: () => deps.idempotency.deleteExpired() },

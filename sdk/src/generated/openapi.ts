@@ -492,7 +492,7 @@ export interface paths {
         put?: never;
         /**
          * Start a task on a connected session
-         * @description 409 when no computer is connected, or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent's model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task's `task_id`), and on another session 409 `request_id_in_use`.
+         * @description 409 when no computer is connected, or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent's model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task's `task_id`), and on another session 409 `request_id_in_use`. The plan decides too (docs/billing.md): 429 `concurrency_limit` when the org already runs the plan's tasks at once; 402 `payment_required` when the next minute is not covered: `insufficient_balance` (free minutes used up, or the balance short: add funds), `auto_topup_limit_reached` (raise the limit), `card_needs_attention` (update the card).
          */
         post: operations["startTask"];
         delete?: never;
@@ -1149,6 +1149,186 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The plans, with their free minutes, price per minute and tasks at once
+         * @description The plans offered, and the org's own plan should it be one set up for it alone, in the order offered. `self_serve` plans an owner may choose with PUT /v1/plan; the others the operator sets up. Any member of the org may call it.
+         */
+        get: operations["listPlans"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This month's minutes by day and by agent, free minutes left, the balance and the plan
+         * @description Minutes charged this calendar month (UTC): task minutes (tasks on people's computers, each minute from when it begins, as `billed_minutes`) and machine minutes (eval tries on cloud runners), by day and by agent; the free minutes left, cents spent, the balance and the plan. Any member of the org may call it.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Choose the org's plan (owner)
+         * @description Puts the org on a self-serve plan of GET /v1/plans at once; tasks already running keep running. Needs the owner role: API keys act as admin and get 403 permission, as do plans only the operator sets up. 404 not_found for an unknown plan.
+         */
+        put: operations["changePlan"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The billing account: plan, balance, card and auto top-up
+         * @description The org's plan, balance, whether a card is saved or needs attention, and the auto top-up settings with what they used this month. Needs the admin role or an API key.
+         */
+        get: operations["getBillingAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Turn auto top-up on or off; set its amount, threshold and monthly limit
+         * @description Only sent fields change. With auto top-up on, the saved card is charged `amount_cents` off-session whenever the balance falls below `threshold_cents` (or cannot cover a minute), at most `monthly_limit_cents` a month. Turning it on needs a saved card (409 no_card); 400 when the amount is over the limit; 503 payments_unavailable without a payment provider. Needs the admin role or an API key.
+         */
+        put: operations["updateBillingSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/card": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save or replace the card: a SetupIntent's client secret for the browser
+         * @description Makes a SetupIntent at the payment provider for charging the card later off-session, and returns its client secret for the provider's card form in the browser. The card counts as saved (and a card that needed attention as fine again) when the provider's webhook says so. 503 payments_unavailable without a payment provider. Needs the admin role or an API key.
+         */
+        post: operations["startCardSetup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/top_ups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add funds now from the saved card
+         * @description Charges the saved card `amount_cents` off-session and credits the balance; returns the ledger entry. The same X-Request-Id is the same payment (a retry does not charge twice). 402 card_needs_attention when the card is declined (it is marked so); 409 no_card without a saved card; 503 payments_unavailable without a payment provider. Needs the admin role or an API key.
+         */
+        post: operations["topUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The ledger: credits, top-ups and charged minutes, newest first
+         * @description Every entry that moved the balance or used a minute, newest first, a page at a time; `kind=payments` lists credits and top-ups (the console's top-ups list), `kind=minutes` the charges. Each entry carries the balance after it. Needs the admin role or an API key.
+         */
+        get: operations["listLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/billing/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The payment provider's webhooks (Stripe), verified by their signature
+         * @description Where Stripe sends events (configure this URL and put its signing secret in STRIPE_WEBHOOK_SECRET). The `Stripe-Signature` header is verified on the raw body with Stripe's own scheme; a bad or missing one is a 400. Handled once per event id: `payment_intent.succeeded` credits a top-up, `payment_intent.payment_failed` marks the card as needing attention, `setup_intent.succeeded` and `payment_method.attached` save the card (fine again). No API key.
+         */
+        post: operations["receivePaymentProviderWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/view/{token}": {
         parameters: {
             query?: never;
@@ -1220,7 +1400,7 @@ export interface paths {
         put?: never;
         /**
          * Start a task on this session (older API)
-         * @description Starts a task with the session's agent; the same request_id returns the same task (409 request_id_in_use when it was used on another session). 409 when no computer is connected or a task already runs on it. Authenticated with the session token as bearer (Authorization: Bearer dh_sess_…), or with an org API key as bearer plus code in the body. Errors are { error: "<message>", code?, answered_by?, … }.
+         * @description Starts a task with the session's agent; the same request_id returns the same task (409 request_id_in_use when it was used on another session). 409 when no computer is connected or a task already runs on it. As with the /v1 start, the org's plan may answer 429 concurrency_limit or 402 (insufficient_balance, auto_topup_limit_reached, card_needs_attention). Authenticated with the session token as bearer (Authorization: Bearer dh_sess_…), or with an org API key as bearer plus code in the body. Errors are { error: "<message>", code?, answered_by?, … }.
          */
         post: operations["legacyStart"];
         delete?: never;
@@ -1938,6 +2118,63 @@ export interface components {
             next_cursor: string | null;
         };
         /**
+         * BillingAccount
+         * @example {
+         *       "object": "billing_account",
+         *       "plan_id": "pay_as_you_go",
+         *       "balance_cents": 1830,
+         *       "payments_available": true,
+         *       "card": {
+         *         "status": "ok"
+         *       },
+         *       "auto_topup": {
+         *         "enabled": true,
+         *         "amount_cents": 2000,
+         *         "threshold_cents": 500,
+         *         "monthly_limit_cents": 10000,
+         *         "used_this_month_cents": 2000
+         *       }
+         *     }
+         */
+        BillingAccount: {
+            /** @constant */
+            object: "billing_account";
+            plan_id: string;
+            balance_cents: number;
+            /** @description False when this server has no payment provider set up: cards, top-ups and auto top-ups answer 503 payments_unavailable. */
+            payments_available: boolean;
+            card: {
+                /** @description none: no card saved; needs_attention: a payment failed, starts answer 402 card_needs_attention while the balance is short, until the card is updated. */
+                status: "none" | "ok" | "needs_attention";
+            };
+            auto_topup: {
+                enabled: boolean;
+                /** @description What one auto top-up charges. */
+                amount_cents: number;
+                /** @description An auto top-up is made when the balance falls below this (or below a minute's price). */
+                threshold_cents: number;
+                /** @description At most this much in auto top-ups per calendar month; past it starts answer 402 auto_topup_limit_reached. */
+                monthly_limit_cents: number;
+                used_this_month_cents: number;
+            };
+        };
+        /**
+         * CardSetup
+         * @example {
+         *       "object": "card_setup",
+         *       "setup_intent_id": "seti_1Qx2y3z4",
+         *       "client_secret": "seti_1Qx2y3z4_secret_AbCdEf"
+         *     }
+         */
+        CardSetup: {
+            /** @constant */
+            object: "card_setup";
+            /** @description The payment provider's SetupIntent (`seti_…`). */
+            setup_intent_id: string;
+            /** @description Hand it to the provider's card form in the browser (Stripe.js `confirmCardSetup`); the card is saved when the provider tells us (its webhook). */
+            client_secret: string;
+        };
+        /**
          * CreatedApiKey
          * @example {
          *       "object": "api_key",
@@ -2008,6 +2245,76 @@ export interface components {
         InvitedMember: components["schemas"]["Member"] & {
             /** @description A one-time link (valid 7 days) that signs the person in to the console; send it to them. Shown only here. */
             sign_in_url: string;
+        };
+        /**
+         * LedgerEntry
+         * @example {
+         *       "object": "ledger_entry",
+         *       "id": "led_4k9x2m7q1w8c3n5v6b0e",
+         *       "kind": "top_up",
+         *       "amount_cents": 2000,
+         *       "balance_after_cents": 2030,
+         *       "task_id": null,
+         *       "try_id": null,
+         *       "minute": null,
+         *       "free": false,
+         *       "payment_id": "pi_3Qx2y3z4",
+         *       "description": "Top-up of $20.00",
+         *       "created_at": "2026-03-02T09:14:05.000Z"
+         *     }
+         */
+        LedgerEntry: {
+            /** @constant */
+            object: "ledger_entry";
+            /** @description `led_<id>` */
+            id: string;
+            /** @description credit (the operator), top_up, auto_top_up (the card), task_minute, machine_minute (charges). */
+            kind: "credit" | "top_up" | "auto_top_up" | "task_minute" | "machine_minute";
+            /** @description Positive: money in; negative: a charge; 0: a free minute. */
+            amount_cents: number;
+            /** @description The balance once this entry was written. */
+            balance_after_cents: number;
+            task_id: string | null;
+            try_id: string | null;
+            /** @description Which minute of the task or try (from 1). */
+            minute: number | null;
+            /** @description A free minute of the plan. */
+            free: boolean;
+            /** @description The provider's payment (`pi_…`) of a top-up. */
+            payment_id: string | null;
+            description: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * LedgerEntryList
+         * @example {
+         *       "data": [
+         *         {
+         *           "object": "ledger_entry",
+         *           "id": "led_4k9x2m7q1w8c3n5v6b0e",
+         *           "kind": "top_up",
+         *           "amount_cents": 2000,
+         *           "balance_after_cents": 2030,
+         *           "task_id": null,
+         *           "try_id": null,
+         *           "minute": null,
+         *           "free": false,
+         *           "payment_id": "pi_3Qx2y3z4",
+         *           "description": "Top-up of $20.00",
+         *           "created_at": "2026-03-02T09:14:05.000Z"
+         *         }
+         *       ],
+         *       "has_more": false,
+         *       "next_cursor": null
+         *     }
+         */
+        LedgerEntryList: {
+            data: components["schemas"]["LedgerEntry"][];
+            /** @description True when another page follows: ask again with cursor=next_cursor. */
+            has_more: boolean;
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
         };
         /** LegacyError */
         LegacyError: {
@@ -2112,6 +2419,74 @@ export interface components {
             object: "password";
             /** @constant */
             updated: true;
+        };
+        /**
+         * Plan
+         * @example {
+         *       "object": "plan",
+         *       "plan_id": "pay_as_you_go",
+         *       "name": "Pay as you go",
+         *       "description": "Free minutes each month, then each minute from the balance; a card tops it up.",
+         *       "free_minutes": 60,
+         *       "price_per_minute_cents": 10,
+         *       "concurrent_tasks": 5,
+         *       "self_serve": true
+         *     }
+         */
+        Plan: {
+            /** @constant */
+            object: "plan";
+            /** @description free, pay_as_you_go, enterprise, or one the operator added. */
+            plan_id: string;
+            name: string;
+            description: string;
+            /** @description Task and machine minutes free each calendar month (UTC). */
+            free_minutes: number;
+            /** @description What a minute past the free ones costs, from the balance; null: the plan has no paid minutes (a task stops when the free minutes run out). */
+            price_per_minute_cents: number | null;
+            /** @description Tasks of the org queued or running at once on people's computers; a start past it answers 429 concurrency_limit. */
+            concurrent_tasks: number;
+            /** @description An owner may choose it (PUT /v1/plan); otherwise the operator sets it up. */
+            self_serve: boolean;
+        };
+        /**
+         * PlanList
+         * @example {
+         *       "data": [
+         *         {
+         *           "object": "plan",
+         *           "plan_id": "pay_as_you_go",
+         *           "name": "Pay as you go",
+         *           "description": "Free minutes each month, then each minute from the balance; a card tops it up.",
+         *           "free_minutes": 60,
+         *           "price_per_minute_cents": 10,
+         *           "concurrent_tasks": 5,
+         *           "self_serve": true
+         *         }
+         *       ],
+         *       "has_more": false,
+         *       "next_cursor": null
+         *     }
+         */
+        PlanList: {
+            data: components["schemas"]["Plan"][];
+            /** @description True when another page follows: ask again with cursor=next_cursor. */
+            has_more: boolean;
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
+        };
+        /**
+         * ProviderWebhookReceipt
+         * @example {
+         *       "received": true,
+         *       "handled": true
+         *     }
+         */
+        ProviderWebhookReceipt: {
+            /** @constant */
+            received: true;
+            /** @description False for an event already handled (a redelivery): nothing changed. */
+            handled: boolean;
         };
         /** PublishedAgent */
         PublishedAgent: {
@@ -2944,6 +3319,87 @@ export interface components {
             /** @description The cursor of the next page; null on the last. */
             next_cursor: string | null;
         };
+        /**
+         * Usage
+         * @example {
+         *       "object": "usage",
+         *       "month": "2026-03",
+         *       "period_start": "2026-03-01T00:00:00.000Z",
+         *       "period_end": "2026-04-01T00:00:00.000Z",
+         *       "plan": {
+         *         "object": "plan",
+         *         "plan_id": "pay_as_you_go",
+         *         "name": "Pay as you go",
+         *         "description": "Free minutes each month, then each minute from the balance; a card tops it up.",
+         *         "free_minutes": 60,
+         *         "price_per_minute_cents": 10,
+         *         "concurrent_tasks": 5,
+         *         "self_serve": true
+         *       },
+         *       "balance_cents": 1830,
+         *       "minutes_used": 72,
+         *       "task_minutes": 72,
+         *       "machine_minutes": 0,
+         *       "free_minutes_used": 60,
+         *       "free_minutes_left": 0,
+         *       "spent_cents": 120,
+         *       "running_tasks": 1,
+         *       "by_day": [
+         *         {
+         *           "date": "2026-03-01",
+         *           "minutes": 40
+         *         },
+         *         {
+         *           "date": "2026-03-02",
+         *           "minutes": 32
+         *         }
+         *       ],
+         *       "by_agent": [
+         *         {
+         *           "agent_id": "support",
+         *           "minutes": 72
+         *         }
+         *       ]
+         *     }
+         */
+        Usage: {
+            /** @constant */
+            object: "usage";
+            /** @description The calendar month (UTC) counted, `YYYY-MM`. */
+            month: string;
+            /** Format: date-time */
+            period_start: string;
+            /**
+             * Format: date-time
+             * @description When the free minutes and the auto top-up limit start again.
+             */
+            period_end: string;
+            plan: components["schemas"]["Plan"];
+            /** @description The balance in cents (may dip below 0 by the last minutes of a task that ended). */
+            balance_cents: number;
+            /** @description Minutes charged this month, free ones included: task minutes plus machine minutes. */
+            minutes_used: number;
+            task_minutes: number;
+            /** @description Minutes of eval tries on cloud runners. */
+            machine_minutes: number;
+            free_minutes_used: number;
+            free_minutes_left: number;
+            /** @description Cents the month's minutes cost. */
+            spent_cents: number;
+            /** @description Tasks queued or running now (counted against concurrent_tasks). */
+            running_tasks: number;
+            /** @description Days with minutes, oldest first. */
+            by_day: {
+                /** @description `YYYY-MM-DD` (UTC) */
+                date: string;
+                minutes: number;
+            }[];
+            /** @description Task minutes by agent. */
+            by_agent: {
+                agent_id: string;
+                minutes: number;
+            }[];
+        };
         /** Webhook */
         Webhook: {
             /** @constant */
@@ -3255,7 +3711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3343,7 +3799,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3505,7 +3961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3657,7 +4113,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3824,7 +4280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3951,7 +4407,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4058,7 +4514,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4215,7 +4671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4353,7 +4809,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4492,7 +4948,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4650,7 +5106,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4982,7 +5438,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5171,7 +5627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5500,7 +5956,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5690,7 +6146,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5880,7 +6336,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6174,7 +6630,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6410,7 +6866,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6604,7 +7060,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6789,7 +7245,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6998,7 +7454,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7134,7 +7590,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7264,7 +7720,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7442,7 +7898,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7588,7 +8044,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7716,7 +8172,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7894,7 +8350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8029,7 +8485,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8164,7 +8620,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8299,7 +8755,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8460,6 +8916,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The plan does not allow this (payment_required). */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "payment_required",
+                     *         "message": "The balance ($0.04) cannot cover a minute ($0.10); add funds (POST /v1/billing/top_ups) or turn on auto top-up (PUT /v1/billing/settings)",
+                     *         "code": "insufficient_balance"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such object in this org, or no such route (not_found). */
             404: {
                 headers: {
@@ -8496,7 +8970,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8657,7 +9131,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8805,7 +9279,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8974,7 +9448,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9155,7 +9629,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9301,7 +9775,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9410,7 +9884,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9570,7 +10044,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9712,7 +10186,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9845,7 +10319,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9980,7 +10454,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10151,7 +10625,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10286,7 +10760,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10383,7 +10857,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10480,7 +10954,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10579,7 +11053,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10746,7 +11220,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10876,7 +11350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11023,7 +11497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11154,7 +11628,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11367,7 +11841,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11507,7 +11981,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11683,7 +12157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11858,7 +12332,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12034,7 +12508,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12210,7 +12684,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12500,7 +12974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12641,7 +13115,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12785,7 +13259,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12946,7 +13420,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13213,7 +13687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13339,7 +13813,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13547,7 +14021,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13681,7 +14155,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13832,7 +14306,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14037,7 +14511,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14181,7 +14655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14380,7 +14854,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14549,7 +15023,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14709,7 +15183,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14878,7 +15352,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15013,7 +15487,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15048,6 +15522,1169 @@ export interface operations {
                 };
             };
             503: components["responses"]["Unavailable"];
+        };
+    };
+    listPlans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "object": "plan",
+                     *           "plan_id": "pay_as_you_go",
+                     *           "name": "Pay as you go",
+                     *           "description": "Free minutes each month, then each minute from the balance; a card tops it up.",
+                     *           "free_minutes": 60,
+                     *           "price_per_minute_cents": 10,
+                     *           "concurrent_tasks": 5,
+                     *           "self_serve": true
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlanList"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "usage",
+                     *       "month": "2026-03",
+                     *       "period_start": "2026-03-01T00:00:00.000Z",
+                     *       "period_end": "2026-04-01T00:00:00.000Z",
+                     *       "plan": {
+                     *         "object": "plan",
+                     *         "plan_id": "pay_as_you_go",
+                     *         "name": "Pay as you go",
+                     *         "description": "Free minutes each month, then each minute from the balance; a card tops it up.",
+                     *         "free_minutes": 60,
+                     *         "price_per_minute_cents": 10,
+                     *         "concurrent_tasks": 5,
+                     *         "self_serve": true
+                     *       },
+                     *       "balance_cents": 1830,
+                     *       "minutes_used": 72,
+                     *       "task_minutes": 72,
+                     *       "machine_minutes": 0,
+                     *       "free_minutes_used": 60,
+                     *       "free_minutes_left": 0,
+                     *       "spent_cents": 120,
+                     *       "running_tasks": 1,
+                     *       "by_day": [
+                     *         {
+                     *           "date": "2026-03-01",
+                     *           "minutes": 40
+                     *         },
+                     *         {
+                     *           "date": "2026-03-02",
+                     *           "minutes": 32
+                     *         }
+                     *       ],
+                     *       "by_agent": [
+                     *         {
+                     *           "agent_id": "support",
+                     *           "minutes": 72
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    changePlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "plan_id": "pay_as_you_go"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description A self-serve plan of GET /v1/plans. */
+                    plan_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "plan",
+                     *       "plan_id": "pay_as_you_go",
+                     *       "name": "Pay as you go",
+                     *       "description": "Free minutes each month, then each minute from the balance; a card tops it up.",
+                     *       "free_minutes": 60,
+                     *       "price_per_minute_cents": 10,
+                     *       "concurrent_tasks": 5,
+                     *       "self_serve": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Plan"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object in this org, or no such route (not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "not_found",
+                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBillingAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "billing_account",
+                     *       "plan_id": "pay_as_you_go",
+                     *       "balance_cents": 1830,
+                     *       "payments_available": true,
+                     *       "card": {
+                     *         "status": "ok"
+                     *       },
+                     *       "auto_topup": {
+                     *         "enabled": true,
+                     *         "amount_cents": 2000,
+                     *         "threshold_cents": 500,
+                     *         "monthly_limit_cents": 10000,
+                     *         "used_this_month_cents": 2000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BillingAccount"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateBillingSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "auto_topup": {
+                 *         "enabled": true,
+                 *         "amount_cents": 2000,
+                 *         "threshold_cents": 500,
+                 *         "monthly_limit_cents": 10000
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    auto_topup: {
+                        /** @description Needs a saved card. */
+                        enabled?: boolean;
+                        /** @description From $5 to $1,000. */
+                        amount_cents?: number;
+                        threshold_cents?: number;
+                        monthly_limit_cents?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "billing_account",
+                     *       "plan_id": "pay_as_you_go",
+                     *       "balance_cents": 1830,
+                     *       "payments_available": true,
+                     *       "card": {
+                     *         "status": "ok"
+                     *       },
+                     *       "auto_topup": {
+                     *         "enabled": true,
+                     *         "amount_cents": 2000,
+                     *         "threshold_cents": 500,
+                     *         "monthly_limit_cents": 10000,
+                     *         "used_this_month_cents": 2000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BillingAccount"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state (conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "This question was already answered by the person",
+                     *         "code": "already_answered",
+                     *         "answered_by": "customer"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
+                     *         "code": "unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startCardSetup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "card_setup",
+                     *       "setup_intent_id": "seti_1Qx2y3z4",
+                     *       "client_secret": "seti_1Qx2y3z4_secret_AbCdEf"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CardSetup"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
+                     *         "code": "unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    topUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount_cents": 2000
+                 *     }
+                 */
+                "application/json": {
+                    /** @description From $5 to $1,000, charged to the saved card now. */
+                    amount_cents: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "ledger_entry",
+                     *       "id": "led_4k9x2m7q1w8c3n5v6b0e",
+                     *       "kind": "top_up",
+                     *       "amount_cents": 2000,
+                     *       "balance_after_cents": 2030,
+                     *       "task_id": null,
+                     *       "try_id": null,
+                     *       "minute": null,
+                     *       "free": false,
+                     *       "payment_id": "pi_3Qx2y3z4",
+                     *       "description": "Top-up of $20.00",
+                     *       "created_at": "2026-03-02T09:14:05.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LedgerEntry"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The plan does not allow this (payment_required). */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "payment_required",
+                     *         "message": "The balance ($0.04) cannot cover a minute ($0.10); add funds (POST /v1/billing/top_ups) or turn on auto top-up (PUT /v1/billing/settings)",
+                     *         "code": "insufficient_balance"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state (conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "conflict",
+                     *         "message": "This question was already answered by the person",
+                     *         "code": "already_answered",
+                     *         "answered_by": "customer"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
+                     *         "code": "unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listLedger: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+                /** @description payments: credits and top-ups (the console's top-ups list); minutes: charges; or one kind. */
+                kind?: "payments" | "minutes" | "credit" | "top_up" | "auto_top_up" | "task_minute" | "machine_minute";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "object": "ledger_entry",
+                     *           "id": "led_4k9x2m7q1w8c3n5v6b0e",
+                     *           "kind": "top_up",
+                     *           "amount_cents": 2000,
+                     *           "balance_after_cents": 2030,
+                     *           "task_id": null,
+                     *           "try_id": null,
+                     *           "minute": null,
+                     *           "free": false,
+                     *           "payment_id": "pi_3Qx2y3z4",
+                     *           "description": "Top-up of $20.00",
+                     *           "created_at": "2026-03-02T09:14:05.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LedgerEntryList"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication",
+                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role cannot do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "permission",
+                     *         "message": "This role cannot do this"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit",
+                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    receivePaymentProviderWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "handled": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProviderWebhookReceipt"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request",
+                     *         "message": "body has an unknown field \"promt\""
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "Something went wrong on our side; retry with backoff"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (5). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "server_error",
+                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
+                     *         "code": "unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     machineViewPage: {
@@ -15497,6 +17134,21 @@ export interface operations {
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
+            /** @description The plan does not allow this (payment_required). */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "The balance ($0.04) cannot cover a minute ($0.10); add funds (POST /v1/billing/top_ups) or turn on auto top-up (PUT /v1/billing/settings)",
+                     *       "code": "insufficient_balance"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LegacyError"];
+                };
+            };
             /** @description No such object in this org, or no such route (not_found). */
             404: {
                 headers: {
@@ -15527,7 +17179,7 @@ export interface operations {
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15727,7 +17379,7 @@ export interface operations {
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15883,7 +17535,7 @@ export interface operations {
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16043,7 +17695,7 @@ export interface operations {
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16204,7 +17856,7 @@ export interface operations {
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16312,7 +17964,7 @@ export interface operations {
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit). */
+            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;

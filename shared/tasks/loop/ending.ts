@@ -32,10 +32,16 @@ export function endFields(row: Pick<TaskRow, 'active_ms' | 'running_since'>, sta
   };
 }
 
-/** Ends the task: banks running time, bills whole minutes, closes open items, tells everyone. */
-export async function finish(deps: Pick<TaskLoopDeps, 'link'>, change: TaskChange, status: EndStatus, message: string): Promise<void> {
+/**
+ * Ends the task: banks running time, bills whole minutes (the ledger's charges of the task come
+ * to its `billed_minutes`: those the meter has not charged yet are charged here, even past the
+ * balance, since they were used), closes open items, tells everyone.
+ */
+export async function finish(deps: Pick<TaskLoopDeps, 'link' | 'billing'>, change: TaskChange, status: EndStatus, message: string): Promise<void> {
   const row = change.row;
-  enterState(change, status, endFields(row, status, message, change.now));
+  const fields = endFields(row, status, message, change.now);
+  await deps.billing.chargeTaskMinutes(change.trx, row, fields.billed_minutes!, { overdraft: true });
+  enterState(change, status, fields);
   await closeOpenItems(change.trx, row.id);
   change.event(status, message, status === 'completed' ? { result: message } : status === 'failed' ? { error: message } : { reason: message });
   change.orgEvent(`task.${status}`);

@@ -12,6 +12,7 @@ import type { TaskLoopDeps } from './loop-deps';
 import { step } from './model-turn';
 import { reconcile } from './reconcile';
 import { enqueueFirstStep } from './scheduling';
+import { meterRunningTasks, meterTask } from './metering';
 import { toolCallFinished } from './tools';
 
 export type { AnsweredBy, RespondInput, RespondOutcome, RespondRefusal } from './answers';
@@ -111,6 +112,16 @@ export class TaskLoop {
   /** The session's computer went away: its active task fails or stops. */
   computerGone(sessionCode: string, why: 'offline' | 'released' | 'expired'): Promise<void> {
     return computerGone(this.deps, sessionCode, why);
+  }
+
+  /** Charges a running task's minutes so far; stops it when the org cannot cover one. See metering.ts. */
+  meter(taskId: string, orgId: string): Promise<boolean> {
+    return meterTask(this.deps, taskId, orgId);
+  }
+
+  /** The sweep's metering of every running task; returns how many it stopped. */
+  meterRunning(): Promise<number> {
+    return meterRunningTasks(this.deps);
   }
 
   /** The reconcile sweep; returns how many tasks it ended. See reconcile.ts. */

@@ -4,6 +4,7 @@ import type { ModelRegistry } from '../../models/catalog';
 import type { AgentFileService } from '../../agents/agent-files.service';
 import type { JobQueues } from '../../queues/job-queues';
 import type { TaskChangeDeps } from '../task-change';
+import type { BillingService } from '../../billing/billing.service';
 
 export interface ToolCaller {
   /** Records the call in `trx` and returns its id; `enqueue` is called after the commit. */
@@ -27,4 +28,6 @@ export interface TaskLoopDeps extends TaskChangeDeps {
   reconnectGraceMs: number;
   /** How long one model turn may take. */
   modelTimeoutMs: number;
+  /** Charges running minutes as they pass (metering.ts) and the rest when the task ends. */
+  billing: Pick<BillingService, 'chargeTaskMinutes' | 'autoTopUpIfDue' | 'runningTasks'>;
 }
