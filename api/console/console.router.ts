@@ -9,6 +9,7 @@ import { renderPage } from './views';
 import { assetRoutes } from './assets.routes';
 import { signInPages } from './pages/sign-in.page';
 import { accountPages } from './pages/account.page';
+import { evalsPages } from './pages/evals.page';
 
 /** What every page module gets: the router to add its pages to and the way to guard them. */
 export interface ConsoleRouting {
@@ -53,5 +54,6 @@ export function consoleRouter(container: Container): Router {
   assetRoutes(routing);
   signInPages(routing);
   accountPages(routing);
+  evalsPages(routing);
   return router;
 }
