@@ -103,6 +103,7 @@ describe('the console\'s evals pages in a browser (Chromium)', function () {
     const baselineRow = page.locator(`#runs-table tr[data-run="${baselineRunId}"]`);
     await baselineRow.waitFor();
     expect(await baselineRow.locator('td').nth(2).textContent()).to.equal('completed');
+    expect(await baselineRow.locator('td').nth(4).textContent()).to.equal('Console smoke');
     expect(await baselineRow.locator('td').nth(5).textContent()).to.equal('4 of 4');
     expect(await baselineRow.locator('td').nth(6).textContent()).to.equal('100%');
     expect(await page.locator('#sets-table tbody').textContent()).to.contain('Console smoke');
@@ -173,9 +174,21 @@ describe('the console\'s evals pages in a browser (Chromium)', function () {
     // The pickers hold the two runs, to change one and compare again.
     expect(await page.getByLabel('Baseline run (A)').inputValue()).to.equal(baselineRunId);
     expect(await page.getByLabel('New run (B)').inputValue()).to.equal(newRunId);
+    expect(await page.getByTestId('side-A').textContent()).to.contain(`Console smoke (${setId})`);
 
     expect(await accessibilityProblems(page)).to.deep.equal([]);
     expect(await scrollWidth(page), 'no sideways scrolling at 390 px').to.be.at.most(390);
+
+    // Opened without runs, the page offers the org's runs to pick from.
+    await page.goto(`${service.baseUrl}/console/evals/compare`);
+    await page.locator(`#compare-a option[value="${newRunId}"]`).waitFor({ state: 'attached' });
+    expect(await page.getByTestId('side-A').count()).to.equal(0);
+    await page.getByLabel('Baseline run (A)').selectOption(newRunId);
+    await page.getByLabel('New run (B)').selectOption(baselineRunId);
+    await page.getByRole('button', { name: 'Compare', exact: true }).click();
+    await page.waitForURL(`${service.baseUrl}/console/evals/compare?a=${newRunId}&b=${baselineRunId}`);
+    await page.locator('#compare-table tr[data-case="flip"]').waitFor();
+    expect(await page.locator('#compare-table tr[data-case="flip"] td').allTextContents()).to.deep.equal(['0%', '100%', 'improved']);
     await context.close();
   });
 

@@ -17,6 +17,8 @@ document.addEventListener('DOMContentLoaded', () => {
   const compareButton = document.getElementById('compare-selected');
 
   let agents = [];
+  /** Test set names by id, for the runs' rows. */
+  const setNames = new Map();
   /** The runs shown, in order, by id: their rows are redrawn as they change. */
   let runs = [];
   let runsCursor = null;
@@ -49,6 +51,7 @@ document.addEventListener('DOMContentLoaded', () => {
   async function loadPickers() {
     const [agentList, sets] = await Promise.all([api('GET', '/v1/agents'), all('/v1/test_sets')]);
     agents = agentList.data;
+    for (const set of sets) setNames.set(set.test_set_id, set.name);
     agentSelect.replaceChildren(...agents.map((agent) => option(agent.agent_id, agent.name + ' (' + agent.agent_id + ')', agent.is_default)));
     filterAgent.replaceChildren(option('', 'All agents'), ...agents.map((agent) => option(agent.agent_id, agent.name + ' (' + agent.agent_id + ')')));
     setSelect.replaceChildren(
@@ -71,12 +74,12 @@ document.addEventListener('DOMContentLoaded', () => {
       el('td', {}, el('a', { href: '/console/evals/runs/' + encodeURIComponent(run.test_run_id) }, el('code', {}, run.test_run_id))),
       el('td', {}, badge(run.status)),
       el('td', {}, agentText(run)),
-      el('td', {}, run.test_set_id ? el('code', {}, run.test_set_id) : 'cases'),
+      el('td', {}, run.test_set_id ? setNames.get(run.test_set_id) || el('code', {}, run.test_set_id) : 'listed cases'),
       el('td', {}, triesDone(run)),
       el('td', {}, rate(run.summary.pass_rate)),
       el('td', {}, rate(meanOf(run, 'pass_at_k'))),
       el('td', {}, rate(meanOf(run, 'pass_hat_k'))),
-      el('td', {}, runTime(run)),
+      el('td', { class: 'evals-nowrap' }, runTime(run)),
       el('td', {}, when(run.created_at)),
       el('td', { class: 'evals-action' }, cancel, el('span', { class: 'error', role: 'status' })),
     );
@@ -208,8 +211,10 @@ document.addEventListener('DOMContentLoaded', () => {
     ),
   'No test cases yet: import some from a file.');
 
-  Promise.all([loadPickers(), loadRuns(false), sets, cases]).catch((error) => {
-    runsStatus.textContent = 'Could not load: ' + error.message;
-    runsStatus.classList.add('error');
-  });
+  Promise.all([loadPickers(), loadRuns(false), sets, cases])
+    .then(drawRuns)
+    .catch((error) => {
+      runsStatus.textContent = 'Could not load: ' + error.message;
+      runsStatus.classList.add('error');
+    });
 });

@@ -42,14 +42,14 @@ document.addEventListener('DOMContentLoaded', () => {
         return el(
           'tr',
           { 'data-case': item.test_case_id },
-          el('th', { scope: 'row' }, item.key ? el('code', {}, item.key) : el('code', {}, item.test_case_id)),
+          el('th', { scope: 'row' }, el('code', {}, item.key || item.test_case_id)),
           el('td', {}, String(item.tries)),
           el('td', {}, item.passed + ' of ' + item.scored),
           el('td', {}, rate(item.pass_rate)),
           el('td', {}, rate(item.pass_at_k)),
           el('td', {}, rate(item.pass_hat_k)),
           el('td', {}, item.flaky ? el('span', { class: 'badge flaky' }, 'flaky') : 'no'),
-          el('td', {}, duration(mean(mine.map((entry) => entry.duration_ms)))),
+          el('td', { class: 'evals-nowrap' }, duration(mean(mine.map((entry) => entry.duration_ms)))),
           el('td', {}, steps === null ? '–' : String(Math.round(steps * 10) / 10)),
         );
       }),
@@ -98,7 +98,7 @@ document.addEventListener('DOMContentLoaded', () => {
       el('td', {}, badge(entry.status)),
       el('td', {}, verdict(entry)),
       el('td', {}, entry.steps === null ? '–' : String(entry.steps)),
-      el('td', {}, duration(entry.duration_ms)),
+      el('td', { class: 'evals-nowrap' }, duration(entry.duration_ms)),
       el('td', {}, String(entry.infra_retries)),
       el('td', {}, entry.task_id ? el('a', { href: '/console/tasks/' + encodeURIComponent(entry.task_id) }, 'Replay ', el('code', {}, entry.task_id)) : '–'),
     );

@@ -34,7 +34,9 @@ function guideSections(markdown: string): { title: string; intro: string; sectio
  * goes through /v1 from the page's script; the handlers only check that a run is the org's.
  */
 export function evalsPages({ router, container, page }: ConsoleRouting): void {
-  const { testRuns } = container;
+  const { testRuns, testSets } = container;
+  /** A run's test set by name; null for a run of listed cases or a set deleted since. */
+  const setName = async (orgId: string, testSetId: string | null) => (testSetId ? testSets.get(orgId, testSetId).then((set) => set.name, () => null) : null);
 
   router.get(
     '/evals',
@@ -48,7 +50,7 @@ export function evalsPages({ router, container, page }: ConsoleRouting): void {
     page(async (ctx, signedIn) => {
       // Another org's run, or none: the service's 404 becomes the console's not-found page.
       const run = await testRuns.get(signedIn.auth.orgId, ctx.params.test_run_id!);
-      renderPage(ctx, signedIn, 'evals-run', { run }, { title: `Test run ${run.test_run_id}`, section: 'evals', scripts: ['evals-common.js', 'evals-run.js'], pageData: { run } });
+      renderPage(ctx, signedIn, 'evals-run', { run, setName: await setName(signedIn.auth.orgId, run.test_set_id) }, { title: `Test run ${run.test_run_id}`, section: 'evals', scripts: ['evals-common.js', 'evals-run.js'], pageData: { run } });
     }),
   );
 
@@ -59,11 +61,12 @@ export function evalsPages({ router, container, page }: ConsoleRouting): void {
       const b = typeof ctx.query.b === 'string' ? ctx.query.b.trim() : '';
       // Both named: both must be the org's runs. Otherwise the page offers to pick them.
       const runs = a && b ? await Promise.all([testRuns.get(signedIn.auth.orgId, a), testRuns.get(signedIn.auth.orgId, b)]) : null;
+      const setNames = runs ? await Promise.all(runs.map((run) => setName(signedIn.auth.orgId, run.test_set_id))) : [];
       renderPage(
         ctx,
         signedIn,
         'evals-compare',
-        { a, b, baseline: runs?.[0] ?? null, current: runs?.[1] ?? null },
+        { a, b, baseline: runs?.[0] ?? null, current: runs?.[1] ?? null, setNames },
         { title: 'Compare test runs', section: 'evals', scripts: ['evals-common.js', 'evals-compare.js'], pageData: { a, b, baseline: runs?.[0] ?? null, current: runs?.[1] ?? null } },
       );
     }),
