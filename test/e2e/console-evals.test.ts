@@ -192,18 +192,38 @@ describe('the console\'s evals pages in a browser (Chromium)', function () {
     await context.close();
   });
 
-  it('a member cancels a run that is still going from its page', async () => {
-    // Nobody answers this approval: the try waits until the run is cancelled.
+  it('a run\'s page follows the run while it goes on, and a member cancels a run from its page', async () => {
+    // Nobody answers this approval: each try waits until its run is cancelled.
     const [waits] = (await ok('POST', '/v1/test_cases/batch', {
       cases: [{ key: 'waits', name: 'Waits for an approval', prompt: 'open Browser\ngo shop.example.com\nclick "Buy now"\ndone "Bought"', start_state: 'macos-15', success: { check_script: 'true' } }],
     })).data;
-    const run = await ok('POST', '/v1/test_runs', { test_case_ids: [waits.test_case_id] });
+    const followed = await ok('POST', '/v1/test_runs', { test_case_ids: [waits.test_case_id] });
     const { context, page } = await memberPage();
-    await page.goto(`${service.baseUrl}/console/evals/runs/${run.test_run_id}`);
+    await page.goto(`${service.baseUrl}/console/evals/runs/${followed.test_run_id}`);
+    await page.locator('#tries-table tr[data-try]').waitFor();
+    expect(await page.getByTestId('run-status').textContent()).to.be.oneOf(['queued', 'running']);
+    // Cancelled elsewhere (here through the API), the open page shows it without being reloaded.
+    await ok('POST', `/v1/test_runs/${followed.test_run_id}/cancel`);
+    await page.getByTestId('run-status').filter({ hasText: 'cancelled' }).waitFor();
+    await page.locator('#tries-table tr[data-try] .badge.cancelled').waitFor();
+    expect(await page.locator('#run-live').textContent()).to.equal('The run is cancelled.');
+    expect(await page.getByRole('button', { name: 'Cancel run' }).isHidden()).to.equal(true);
+
+    const cancelled = await ok('POST', '/v1/test_runs', { test_case_ids: [waits.test_case_id] });
+    await page.goto(`${service.baseUrl}/console/evals/runs/${cancelled.test_run_id}`);
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await page.getByText('Run cancelled').waitFor();
-    expect(await page.getByTestId('run-status').textContent()).to.equal('cancelled');
-    expect((await ok('GET', `/v1/test_runs/${run.test_run_id}`)).status).to.equal('cancelled');
+    await page.getByTestId('run-status').filter({ hasText: 'cancelled' }).waitFor();
+    expect((await ok('GET', `/v1/test_runs/${cancelled.test_run_id}`)).status).to.equal('cancelled');
+
+    // The list offers Cancel on the runs still going.
+    const listed = await ok('POST', '/v1/test_runs', { test_case_ids: [waits.test_case_id] });
+    await page.goto(`${service.baseUrl}/console/evals`);
+    const row = page.locator(`#runs-table tr[data-run="${listed.test_run_id}"]`);
+    await row.getByRole('button', { name: `Cancel run ${listed.test_run_id}` }).click();
+    await page.getByText(`Run ${listed.test_run_id} cancelled.`).waitFor();
+    expect(await page.locator(`#runs-table tr[data-run="${listed.test_run_id}"] .badge`).textContent()).to.equal('cancelled');
+    expect((await ok('GET', `/v1/test_runs/${listed.test_run_id}`)).status).to.equal('cancelled');
     await context.close();
   });
 

@@ -138,9 +138,11 @@ document.addEventListener('DOMContentLoaded', () => {
     const at = ticked.indexOf(runId);
     if (on && at === -1) ticked.push(runId);
     if (!on && at !== -1) ticked.splice(at, 1);
-    // Two at most: ticking a third lets go of the oldest tick.
-    while (ticked.length > 2) ticked.shift();
-    drawRuns();
+    // Two at most: ticking a third lets go of the oldest tick (only that box changes, so the focus stays).
+    while (ticked.length > 2) {
+      const dropped = runsBody.querySelector('tr[data-run="' + CSS.escape(ticked.shift()) + '"] input[type="checkbox"]');
+      if (dropped) dropped.checked = false;
+    }
     compareButton.disabled = ticked.length !== 2;
     runsStatus.textContent = ticked.length === 2 ? 'Two runs ticked: ' + ticked.join(' and ') + '.' : '';
   }

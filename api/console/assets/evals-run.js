@@ -104,9 +104,23 @@ document.addEventListener('DOMContentLoaded', () => {
     );
   }
 
+  /** What each drawn row was drawn from, by try: rows of tries that did not change stay (and so do the focus and an opened output). */
+  const drawn = new Map();
+
   function drawTries() {
     const body = document.querySelector('#tries-table tbody');
-    body.replaceChildren(...tries.map(tryRow));
+    const rows = [...body.querySelectorAll('tr[data-try]')];
+    const sameOrder = rows.length === tries.length && rows.every((row, index) => row.dataset.try === tries[index].try_id);
+    if (!sameOrder) drawn.clear();
+    const fresh = tries.map((entry, index) => {
+      const signature = JSON.stringify(entry);
+      if (sameOrder && drawn.get(entry.try_id) === signature) return rows[index];
+      drawn.set(entry.try_id, signature);
+      const row = tryRow(entry);
+      if (sameOrder) rows[index].replaceWith(row);
+      return row;
+    });
+    if (!sameOrder) body.replaceChildren(...fresh);
     if (!tries.length) body.append(el('tr', {}, el('td', { colspan: 8, class: 'note' }, 'No tries.')));
     moreButton.hidden = !cursor;
   }
@@ -127,12 +141,18 @@ document.addEventListener('DOMContentLoaded', () => {
       more = page.has_more;
       next = page.next_cursor;
     } while (more && fresh.length < wanted);
-    tries = fresh;
-    cursor = more ? next : null;
+    return { tries: fresh, cursor: more ? next : null };
   }
 
+  /** Counts reads and changes: a read that a later read or a cancel overtook is dropped, so an older state never shows over a newer one. */
+  let generation = 0;
+
   async function refresh() {
-    const [fresh] = await Promise.all([api('GET', base), rereadTries()]);
+    const mine = ++generation;
+    const [fresh, reread] = await Promise.all([api('GET', base), rereadTries()]);
+    if (mine !== generation) return;
+    tries = reread.tries;
+    cursor = reread.cursor;
     const was = run.status;
     run = fresh;
     drawSummary();
@@ -144,6 +164,7 @@ document.addEventListener('DOMContentLoaded', () => {
   const follower = poll(refresh, () => isActive(run), live);
 
   moreButton.addEventListener('click', async () => {
+    generation += 1;
     try {
       const page = await readPage(cursor);
       tries = tries.concat(page.data);
@@ -158,7 +179,9 @@ document.addEventListener('DOMContentLoaded', () => {
   cancelButton.addEventListener('click', async () => {
     live.classList.remove('error');
     try {
+      generation += 1;
       run = await api('POST', base + '/cancel');
+      drawSummary();
       live.textContent = 'Run cancelled: its running tries stop and the queued ones are skipped.';
       await refresh();
     } catch (error) {
