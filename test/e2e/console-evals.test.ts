@@ -227,6 +227,42 @@ describe('the console\'s evals pages in a browser (Chromium)', function () {
     await context.close();
   });
 
+  it('lists runs 20 at a time, newest first, and filters them by test set', async () => {
+    const [quick] = (await ok('POST', '/v1/test_cases/batch', {
+      cases: [{ key: 'quick', name: 'Quick', prompt: 'done "ok"', start_state: 'macos-15', success: { check_script: 'true' } }],
+    })).data;
+    // Enough runs for a second page; each is cancelled at once (only the list matters here).
+    for (let index = 0; index < 18; index += 1) {
+      const run = await ok('POST', '/v1/test_runs', { test_case_ids: [quick.test_case_id] });
+      await service.api(key, 'POST', `/v1/test_runs/${run.test_run_id}/cancel`);
+    }
+    const every = [];
+    for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+      const page: { data: Array<{ test_run_id: string }>; next_cursor: string | null } = await ok('GET', `/v1/test_runs?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+      every.push(...page.data.map((run) => run.test_run_id));
+      cursor = page.next_cursor;
+    }
+    expect(every.length).to.be.above(20);
+
+    const { context, page } = await memberPage();
+    await page.goto(`${service.baseUrl}/console/evals`);
+    const rows = page.locator('#runs-table tr[data-run]');
+    await rows.nth(19).waitFor();
+    expect(await rows.count()).to.equal(20);
+    await page.getByRole('button', { name: 'Show older runs' }).click();
+    await rows.nth(20).waitFor();
+    const shown = await rows.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-run')));
+    expect(shown, 'every run, newest first, as the API lists them').to.deep.equal(every);
+    expect(await page.getByRole('button', { name: 'Show older runs' }).isHidden()).to.equal(true);
+
+    await page.getByLabel('Filter by test set').selectOption(setId);
+    await page.locator(`#runs-table tr[data-run="${every[0]}"]`).waitFor({ state: 'detached' });
+    const setRuns = (await ok('GET', `/v1/test_runs?test_set_id=${setId}`)).data.map((run: { test_run_id: string }) => run.test_run_id);
+    expect(setRuns).to.include.members([baselineRunId, newRunId]);
+    expect(await rows.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-run')))).to.deep.equal(setRuns);
+    await context.close();
+  });
+
   it('another org\'s run is a not-found page, and so is comparing with it; its API answers 404', async () => {
     const { orgId: otherOrg } = await service.newOrg('Another evals org');
     const { context, page } = await memberPage(otherOrg);
