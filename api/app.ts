@@ -66,6 +66,7 @@ export function createApp(container: Container, options: { validateResponses?: b
   const authenticate = requestAuthenticator(container.apiKeys, container.users);
   const routed = routedMiddleware(routes, {
     authenticate,
+    idempotency: container.idempotency,
     validateResponses: options.validateResponses ?? false,
   });
   const largeBodyPaths = new Set(routes.filter((route) => route.bodyLimitBytes).map((route) => route.path));

@@ -26,3 +26,14 @@ export function errorExample(status: number, legacy: boolean): Record<string, un
   }
   return { error: { ...error } };
 }
+
+/** The 409 of a create whose `Idempotency-Key` was already used with another request. */
+export function idempotencyConflictExample(): Record<string, unknown> {
+  return {
+    error: {
+      type: 'conflict',
+      message: 'Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request',
+      code: 'idempotency_conflict',
+    },
+  };
+}

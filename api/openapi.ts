@@ -4,7 +4,7 @@ import { LegacyErrorSchema } from './schemas/legacy.schemas';
 import { isLegacyPath, legacySecurity } from './legacy-paths';
 import { ComponentRegistry, type JsonSchema } from './openapi-components';
 import { exampleOf } from './openapi-examples';
-import { errorExample } from './openapi-error-examples';
+import { errorExample, idempotencyConflictExample } from './openapi-error-examples';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid field (invalid_request).',
@@ -42,6 +42,25 @@ function unavailableResponse(errorSchema: string, ownText?: string): Record<stri
     content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(503, errorSchema.endsWith('LegacyError')) } },
   };
 }
+
+const IDEMPOTENCY_CONFLICT_TEXT = 'The Idempotency-Key was already used with another request (conflict, idempotency_conflict).';
+
+/** The `Idempotency-Key` header of the creates (`idempotent` routes), declared once in components.parameters. */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the same key with the same request returns the first answer (header `Idempotent-Replayed: true`), also when both arrive at once; ' +
+    'the same key with another request answers 409 `idempotency_conflict`. Keys are per org and operation, kept 24 hours (docs/api.md, "Retrying safely").',
+  schema: { type: 'string', minLength: 1, maxLength: 200 },
+  example: '5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11',
+};
+
+const IDEMPOTENT_REPLAYED_HEADER = {
+  description: '`true` when this is the answer first given to a request with the same Idempotency-Key (nothing new was made); absent otherwise.',
+  schema: { type: 'string', enum: ['true'] },
+};
 
 function stripForOpenApi(schema: unknown): unknown {
   // TypeBox schemas are plain JSON Schema once serialised; `$id` would clash when reused inline.
@@ -105,6 +124,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
           ? { description: route.response.description, content: { [route.response.contentType]: { schema: { type: 'string', format: 'binary' } } } }
           : { description: 'OK', content: jsonContent(registry, route.response) },
     };
+    if (route.idempotent === true) (responses['200'] as Record<string, unknown>).headers = { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER };
     // The older session-token API authenticates in its handlers and answers errors in its own shape.
     const legacy = isLegacyPath(route.path);
     const errorSchema = legacy ? '#/components/schemas/LegacyError' : '#/components/schemas/Error';
@@ -115,6 +135,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     }
     if (route.body || route.query || route.params) statuses.add(400);
     if (route.role) statuses.add(403);
+    if (route.idempotent) statuses.add(409);
     const unavailable = !WITHOUT_BACKING_SERVICES.has(route.operationId);
     if (unavailable) statuses.add(503);
     const own503 = OWN_503_TEXT[route.operationId] ?? STATUS_TEXT[503]!;
@@ -126,9 +147,11 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
           : { $ref: legacy ? '#/components/responses/LegacyUnavailable' : '#/components/responses/Unavailable' };
         continue;
       }
+      // A create's 409 when its own errors have none: an Idempotency-Key reused with another request.
+      const keyConflict = status === 409 && route.idempotent && !route.errors.includes(409);
       responses[String(status)] = {
-        description: status === 503 ? own503 : STATUS_TEXT[status] ?? 'Error',
-        content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(status, legacy) } },
+        description: keyConflict ? IDEMPOTENCY_CONFLICT_TEXT : status === 503 ? own503 : STATUS_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: { $ref: errorSchema }, example: keyConflict ? idempotencyConflictExample() : errorExample(status, legacy) } },
       };
     }
     const operation: Record<string, unknown> = {
@@ -137,7 +160,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       ...(route.description || route.role ? { description: describeOperation(route) } : {}),
       ...(route.role ? { 'x-deskhand-role': route.role } : {}),
       tags: [route.tag],
-      parameters: parameters(route),
+      parameters: route.idempotent ? [...parameters(route), { $ref: '#/components/parameters/IdempotencyKey' }] : parameters(route),
       responses,
       security: legacy ? legacySecurity(route.path) : route.auth === 'api_key' ? [{ apiKey: [] }] : [],
     };
@@ -157,6 +180,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     paths,
     components: {
       schemas: sortedByName(registry.schemas),
+      parameters: { IdempotencyKey: IDEMPOTENCY_KEY_PARAMETER },
       responses: {
         Unavailable: unavailableResponse('#/components/schemas/Error'),
         LegacyUnavailable: unavailableResponse('#/components/schemas/LegacyError'),

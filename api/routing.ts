@@ -12,6 +12,7 @@ import type { Logger } from '../shared/logger';
 import type { RequestState } from './middleware/request-state';
 import { HUNG_UP, hangUpSignal } from './hang-ups';
 import { closestName, formatHint } from './schema-error-hints';
+import { idempotencyKeyHeader, type IdempotencyService } from '../shared/idempotency/idempotency.service';
 
 /**
  * Every HTTP route is declared once as a `RouteSpec`: its schemas validate requests, feed the
@@ -73,6 +74,12 @@ interface RouteDeclaration<P extends TObject | undefined, Q extends TObject | un
   response: R | { contentType: string; description: string };
   /** Error statuses the route can answer besides 401/429/500, for the document. */
   errors: number[];
+  /**
+   * A create that takes an `Idempotency-Key` header (shown in the document, with its 409).
+   * `true`: the first answer is kept per org, operation and key (shared/idempotency) and given
+   * again to a retry; `'handler'`: the handler reads the header itself (a task's `request_id`).
+   */
+  idempotent?: true | 'handler';
 }
 
 /** A route served through Koa: its handler returns the body, or writes the response itself through `ctx`. */
@@ -276,6 +283,8 @@ export function credentialsOf(ctx: Context): Credentials {
 
 export interface MountOptions {
   authenticate: (credentials: Credentials) => AuthContext | Promise<AuthContext>;
+  /** Keeps the answers of `idempotent: true` routes. */
+  idempotency: Pick<IdempotencyService, 'run'>;
   /** Check every JSON response against its schema (tests): a mismatch is a 500. */
   validateResponses: boolean;
 }
@@ -344,7 +353,7 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
           return undefined;
         });
       } else {
-        result = await route.handler({
+        const run = () => route.handler({
           params,
           query,
           body,
@@ -355,6 +364,13 @@ export function mountRoutes(router: Router, routes: RouteSpec[], options: MountO
           },
           ctx,
         } as HandlerInput<TObject, TObject, TSchema>);
+        const key = route.idempotent === true ? idempotencyKeyHeader(ctx.get('idempotency-key') || undefined) : undefined;
+        if (key === undefined) result = await run();
+        else {
+          const answer = await options.idempotency.run({ orgId: state.auth!.orgId, operation: route.operationId, key, request: { params, body } }, run);
+          if (answer.replayed) ctx.set('Idempotent-Replayed', 'true');
+          result = answer.body;
+        }
       }
       // A handler that returns nothing wrote the response itself (a PNG, a 503 with its own body).
       if ('contentType' in route.response || result === undefined) return;

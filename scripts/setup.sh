@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Makes sure everything Deskhand needs on this machine is there: npm dependencies, a running
-# PostgreSQL and Redis (started, or installed with apt-get when absent), and, with --test, the
-# Debian Chromium that browser tests drive. Safe to run again: it only acts on what is missing.
-# `npm start` and `npm test` run it first; the database itself is created by `deskhand migrate`.
+# Makes sure everything Deskhand needs on this machine is there: npm dependencies, the SDK's
+# build (sdk/dist), a running PostgreSQL and Redis (started, or installed with apt-get when
+# absent), and, with --test, the Debian Chromium that browser tests drive. Safe to run again: it
+# only acts on what is missing. `npm start` and `npm test` run it first; the database itself is created by `deskhand migrate`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +36,14 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   # `npm install` with the committed lock installs the locked versions. (`npm ci` of npm 11 here
   # refuses a lock without the other platforms' optional packages, which this npm itself writes.)
   npm install --no-audit --no-fund >&2
+fi
+
+# --- the SDK (sdk/) ---------------------------------------------------------------------------
+# Built to sdk/dist (not committed) when absent or older than any of its sources.
+if [ ! -f sdk/dist/index.js ] || [ -n "$(find sdk/src sdk/package.json sdk/tsconfig.json -newer sdk/dist/index.js -print -quit)" ]; then
+  log "building the SDK (sdk/dist)"
+  rm -rf sdk/dist
+  node_modules/.bin/tsc -p sdk/tsconfig.json >&2
 fi
 
 # --- PostgreSQL -------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ export function composeDeskhand(config: Readonly<Config>, options: Parameters<ty
     // A finished call resumes its task: the reply (or why it failed) goes to the model.
     [QUEUE_NAMES.toolCalls]: toolCallsWiring({ toolCalls: container.toolCalls, finished: (call) => loop.toolCallFinished(call) }),
     [QUEUE_NAMES.evals]: evalsWiring(evals),
-    [QUEUE_NAMES.maintenance]: maintenanceWiring({ sessions, loop, webhookDelivery, evals, redisWatch: container }),
+    [QUEUE_NAMES.maintenance]: maintenanceWiring({ sessions, loop, webhookDelivery, evals, idempotency: container.idempotency, redisWatch: container }),
   };
   return { container, gateways, wirings };
 }

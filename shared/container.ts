@@ -37,6 +37,7 @@ import { createEvalModels } from './evals/eval-models';
 import { secretToType, stepToClick } from './evals/customer';
 import { TestCasesService } from './test-cases/test-cases.service';
 import { TestSetsService } from './test-sets/test-sets.service';
+import { IdempotencyService } from './idempotency/idempotency.service';
 
 /**
  * Everything a process needs, built once by its composition root and passed down. There are no
@@ -69,6 +70,8 @@ export interface Container {
   /** The agent loop: steps, results from computers, answers, stops. */
   loop: TaskLoop;
   tasks: TasksService;
+  /** `Idempotency-Key` on the /v1 POSTs that create: the first answer per org, operation and key. */
+  idempotency: IdempotencyService;
   /** The long-poll followers of tasks in this process (GET /v1/tasks/{id}/events, the older API's /wait). */
   followers: TaskFollowers;
   /** Outbound HTTP to customers' URLs (webhooks, HTTP tools): SSRF-checked at connect time. */
@@ -165,6 +168,7 @@ export function createContainer(
     reconnectGraceMs: config.reconnectGraceMs,
     modelTimeoutMs: config.modelTimeoutMs,
   });
+  const idempotency = new IdempotencyService(db);
   const tasks = new TasksService({ db, clock, agents, models, loop, baseUrl: config.baseUrl, logger: logger.child({ scope: 'tasks' }) });
   const followers = new TaskFollowers({ db, clock, notifier, baseUrl: config.baseUrl });
   // A computer that goes away takes its running task with it.
@@ -254,6 +258,7 @@ export function createContainer(
     observers,
     loop,
     tasks,
+    idempotency,
     followers,
     outboundHttp,
     webhooks,

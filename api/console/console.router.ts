@@ -9,6 +9,8 @@ import { renderPage } from './views';
 import { assetRoutes } from './assets.routes';
 import { signInPages } from './pages/sign-in.page';
 import { accountPages } from './pages/account.page';
+import { workspacePages } from './pages/workspace.page';
+import { tasksPages } from './pages/tasks.page';
 import { evalsPages } from './pages/evals.page';
 
 /** What every page module gets: the router to add its pages to and the way to guard them. */
@@ -54,6 +56,8 @@ export function consoleRouter(container: Container): Router {
   assetRoutes(routing);
   signInPages(routing);
   accountPages(routing);
+  workspacePages(routing);
+  tasksPages(routing);
   evalsPages(routing);
   return router;
 }

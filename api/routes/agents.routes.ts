@@ -40,6 +40,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       body: CreateAgentBody,
       response: AgentSchema,
       errors: [409],
+      idempotent: true,
       handler: async ({ auth, body, requestId }) => agents.create(auth.orgId, body, { actor: auth.actor, requestId }),
     }),
     defineRoute({
@@ -128,6 +129,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       params: AgentIdParams,
       response: PublishedAgentSchema,
       errors: [404, 409],
+      idempotent: true,
       handler: async ({ auth, params, requestId }) => agents.publishDraft(auth.orgId, params.agent_id, { actor: auth.actor, requestId }),
     }),
     defineRoute({

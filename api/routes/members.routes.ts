@@ -34,6 +34,7 @@ export function memberRoutes(container: Container): RouteSpec[] {
       tag: TAG,
       auth: 'api_key',
       role: 'admin',
+      idempotent: true,
       body: InviteMemberBody,
       response: InvitedMemberSchema,
       errors: [400, 403, 409],

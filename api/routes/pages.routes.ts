@@ -13,7 +13,7 @@ export function pageRoutes(container: Container): RouteSpec[] {
       operationId: 'invitePage',
       summary: 'The invite page: the agent\'s greeting, its name, the pairing code and how to connect',
       description:
-        'The HTML page the invite link opens for the person: the agent\'s display name and greeting, the pairing code, and how to install the app and connect. 404 (still HTML) when the code is unknown or has expired. No authentication: the code is the capability.',
+        'The HTML page the invite link opens for the person: the agent\'s display name and greeting, the pairing code (on one line, also on a phone), and how to install the app and connect; once a computer has paired, the session\'s state (connected, with the computer\'s name, or disconnected). In development only, how to try it with the reference desktop client. 404 (still HTML) when the code is unknown or has expired ("This session has ended" when a computer had paired). No authentication: the code is the capability.',
       tag: 'Pages',
       auth: 'none',
       params: Type.Object({ code: Type.String({ minLength: 1, maxLength: 20 }) }),
@@ -32,6 +32,9 @@ export function pageRoutes(container: Container): RouteSpec[] {
           greeting: invite?.agent.greeting ?? '',
           baseUrl: container.config.baseUrl,
           status: invite?.status ?? 'unknown',
+          paired: invite?.paired ?? false,
+          deviceName: invite?.deviceName ?? null,
+          developerHint: container.config.env === 'development',
         });
       },
     }),

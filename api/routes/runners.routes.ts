@@ -23,6 +23,7 @@ export function runnerRoutes(container: Container): RouteSpec[] {
       body: CreateRunnerBody,
       response: CreatedRunnerSchema,
       errors: [400, 409],
+      idempotent: true,
       handler: async ({ auth, body, requestId }) => {
         const { runner, token } = await runners.create({ orgId: auth.orgId, actor: auth.actor }, body.name, requestId);
         return { ...runner, token };

@@ -20,6 +20,7 @@ export function sessionRoutes(container: Container): RouteSpec[] {
       body: CreateSessionBody,
       response: CreatedSessionSchema,
       errors: [404],
+      idempotent: true,
       handler: async ({ auth, body, requestId }) => {
         const { session, token } = await sessions.create(auth, body, requestId);
         return { ...session, token };

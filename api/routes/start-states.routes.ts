@@ -40,6 +40,7 @@ export function startStateRoutes(container: Container): RouteSpec[] {
       body: CreateStartStateBody,
       response: StartStateSchema,
       errors: [400, 404, 409],
+      idempotent: true,
       handler: async ({ auth, body, requestId }) => startStates.create(caller(auth), body, requestId),
     }),
     defineRoute({

@@ -25,6 +25,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       body: StartTaskBody,
       response: TaskSchema,
       errors: [404, 409, 503],
+      idempotent: 'handler',
       handler: async ({ auth, params, body, requestId, ctx }) =>
         tasks.start(auth, params.session_id.toUpperCase(), { ...body, request_id: idempotencyKey(body.request_id, ctx.get('idempotency-key') || undefined) }, requestId),
     }),

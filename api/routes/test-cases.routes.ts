@@ -28,6 +28,7 @@ export function testCaseRoutes(container: Container): RouteSpec[] {
       bodyLimitBytes: BATCH_MAX_BYTES,
       response: BatchTestCasesAnswer,
       errors: [400, 413],
+      idempotent: true,
       handler: async ({ auth, body, requestId }) => testCases.batch({ orgId: auth.orgId, actor: auth.actor }, body, requestId),
     }),
     defineRoute({

@@ -24,6 +24,7 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       body: CreateTestRunBody,
       response: TestRunSchema,
       errors: [400, 404, 503],
+      idempotent: true,
       handler: async ({ auth, body, requestId }) => testRuns.create({ orgId: auth.orgId, actor: auth.actor }, body, requestId),
     }),
     defineRoute({

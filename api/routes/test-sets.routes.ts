@@ -24,6 +24,7 @@ export function testSetRoutes(container: Container): RouteSpec[] {
       body: CreateTestSetBody,
       response: TestSetSchema,
       errors: [400],
+      idempotent: true,
       handler: async ({ auth, body, requestId }) => testSets.create({ orgId: auth.orgId, actor: auth.actor }, body, requestId),
     }),
     defineRoute({

@@ -1134,9 +1134,12 @@ function isMac(device: DeviceInfo): boolean {
   return os === 'mac' || os === 'macos' || os === 'darwin' || os === 'osx';
 }
 
+/** The first Mac app version that detects categories (the README and docs/guardrails.md say it). */
+export const CATEGORY_DETECTION_SINCE = [1, 0, 20] as const;
+
 /** Category detection: a Mac app 1.0.20 or later, or any app that reports element info. */
 function detectsCategories(device: DeviceInfo, capabilities: Capabilities): boolean {
-  return capabilities.element_info || (isMac(device) && versionAtLeast(device.app_version, [1, 0, 20]));
+  return capabilities.element_info || (isMac(device) && versionAtLeast(device.app_version, CATEGORY_DETECTION_SINCE));
 }
 
 /**

@@ -350,11 +350,11 @@ export class SessionsService {
   }
 
   /** What the invite page shows for a code; null when no person's session has it (a machine has no invite). */
-  async invite(code: string): Promise<{ status: SessionRow['status']; agent: SessionAgent } | null> {
+  async invite(code: string): Promise<{ status: SessionRow['status']; paired: boolean; deviceName: string | null; agent: SessionAgent } | null> {
     const row = await findSessionByCode(this.deps.db, code);
     if (!row || row.kind !== 'person') return null;
     const agent = await this.deps.agents.forSession(row.org_id, row.agent_id);
-    return { status: row.status, agent };
+    return { status: row.status, paired: row.paired_at !== null, deviceName: row.device?.name ?? null, agent };
   }
 
   /** Records activity of a connected computer. */

@@ -1,5 +1,6 @@
 import { conflict, invalidRequest } from '../errors';
 import type { TaskRow } from './tasks.repository';
+import { idempotencyKeyHeader } from '../idempotency/idempotency.service';
 
 /**
  * `request_id` (or the `Idempotency-Key` header) as Stripe treats its idempotency keys: the same
@@ -52,8 +53,7 @@ export function sameRequestOrConflict(earlier: TaskRow, requestId: string, reque
  * (the same thing, for clients that set it on every POST). Both, differing: 400.
  */
 export function idempotencyKey(bodyRequestId: string | undefined, header: string | undefined): string | undefined {
-  const fromHeader = header?.trim() || undefined;
-  if (fromHeader !== undefined && fromHeader.length > 200) throw invalidRequest('Idempotency-Key must be at most 200 characters', { param: 'Idempotency-Key' });
+  const fromHeader = idempotencyKeyHeader(header);
   if (bodyRequestId !== undefined && fromHeader !== undefined && bodyRequestId !== fromHeader) {
     throw invalidRequest('request_id and the Idempotency-Key header differ; send one of them, or the same value in both', { param: 'request_id' });
   }

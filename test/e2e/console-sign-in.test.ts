@@ -34,7 +34,7 @@ describe('signing in to the console in a browser (Chromium)', function () {
     expect(await accessibilityProblems(page)).to.deep.equal([]);
     const cookie = (await context.cookies()).find((entry) => entry.name === 'deskhand_console')!;
     expect(cookie).to.include({ httpOnly: true, secure: true, sameSite: 'Lax' });
-    expect(await page.evaluate(() => document.cookie), 'the session cookie is out of scripts\' reach').to.not.contain('deskhand_console');
+    expect(await page.evaluate<string>('document.cookie'), 'the session cookie is out of scripts\' reach').to.not.contain('deskhand_console');
 
     await page.getByLabel(/New password/).fill('a long enough password');
     await page.getByRole('button', { name: 'Save password' }).click();
@@ -54,7 +54,7 @@ describe('signing in to the console in a browser (Chromium)', function () {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(/\/console\/account$/);
     expect(await page.getByTestId('who').textContent()).to.equal(owner.email);
-    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    const width = await page.evaluate<number>('document.documentElement.scrollWidth');
     expect(width, 'no sideways scrolling at 390 px').to.be.at.most(390);
     expect(offsite).to.deep.equal([]);
     await context.close();

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import { expect } from 'chai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createCanvas, loadImage } from '@napi-rs/canvas';
-import { startTestService, type TestService } from '../support/service';
+import { DesktopClient } from '../../shared/simulator/desktop-client';
+import { startTestService, waitFor, type TestService } from '../support/service';
 
 /** Debian's Chromium, installed by `scripts/setup.sh --test`; the test never downloads a browser. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -36,6 +37,26 @@ async function pixelVariety(png: Buffer): Promise<{ width: number; height: numbe
   }
   return { width: image.width, height: image.height, colours: colours.size, darkest, lightest };
 }
+
+/**
+ * How the code element is laid out, run in the page (a string: these tests compile without the
+ * DOM's types): the distinct tops of its text's line boxes (1: one line), its text's height
+ * against one line's, and whether it or the page is wider than shown.
+ */
+const CODE_LAYOUT = `(() => {
+  const element = document.querySelector('[data-testid="code"]');
+  const range = document.createRange();
+  range.selectNodeContents(element);
+  const lineTops = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+  return {
+    lines: lineTops.size,
+    textHeight: range.getBoundingClientRect().height,
+    lineHeight: parseFloat(getComputedStyle(element).lineHeight),
+    scrollWidth: element.scrollWidth,
+    clientWidth: element.clientWidth,
+    pageWidth: document.documentElement.scrollWidth,
+  };
+})()`;
 
 describe('the invite page in a browser (Chromium)', function () {
   this.timeout(60_000);
@@ -150,5 +171,78 @@ describe('the invite page in a browser (Chromium)', function () {
     expect(await page.evaluate(() => (globalThis as { __pwned?: string }).__pwned)).to.equal(undefined);
     const html = (await response!.text()) as string;
     expect(html).to.include('&lt;script&gt;window.__pwned = &quot;script&quot;&lt;/script&gt;');
+  });
+  it('uses the service\'s name when the agent has no display_name', async () => {
+    const session = await newSession({ agent_id: 'invite-nameless', greeting: 'Hello' });
+    await page.goto(local(session.invite_url));
+    expect(await page.locator('h1').innerText()).to.equal('Deskhand would like to help on your computer');
+  });
+
+  it('keeps the code on one line, without scrolling sideways, on a phone 390 px wide', async () => {
+    const session = await newSession({ agent_id: 'invite-phone', display_name: 'Phone Helper', greeting: 'Hi' });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(local(session.invite_url));
+    await page.getByTestId('code').waitFor({ state: 'visible' });
+    const layout = await page.evaluate<{ lines: number; textHeight: number; lineHeight: number; scrollWidth: number; clientWidth: number; pageWidth: number }>(CODE_LAYOUT);
+    expect(layout.lines, JSON.stringify(layout)).to.equal(1);
+    expect(layout.textHeight, JSON.stringify(layout)).to.be.at.most(layout.lineHeight + 1);
+    expect(layout.scrollWidth, JSON.stringify(layout)).to.be.at.most(layout.clientWidth);
+    expect(layout.pageWidth, JSON.stringify(layout)).to.be.at.most(390);
+    expect(await page.getByTestId('code').innerText()).to.equal(session.code);
+  });
+
+  it('shows the developer hint (npx deskhand desktop) in development', async () => {
+    const session = await newSession({ agent_id: 'invite-dev', display_name: 'Dev Helper', greeting: 'Hi' });
+    await page.goto(local(session.invite_url));
+    expect(await page.getByTestId('developer-hint').innerText()).to.contain(`npx deskhand desktop --code ${session.code}`);
+  });
+
+  it('shows no developer hint in production', async () => {
+    const production = await startTestService({ DESKHAND_ENV: 'production' }, ['web']);
+    try {
+      const { key: liveKey } = await production.newOrg('Production invite org');
+      const session = await production.api(liveKey, 'POST', '/v1/sessions', {});
+      expect(session.status, JSON.stringify(session.body)).to.equal(200);
+      const response = await page.goto(`${production.baseUrl}/invite/${session.body.code}`);
+      expect(response?.status()).to.equal(200);
+      expect(await page.getByTestId('code').innerText()).to.equal(session.body.code);
+      expect(await page.getByTestId('developer-hint').count()).to.equal(0);
+      expect(await page.locator('body').innerText()).to.not.contain('npx deskhand');
+    } finally {
+      await production.stop();
+    }
+  });
+
+  it('shows the session\'s state once a computer paired: connected (with its name), disconnected, ended', async () => {
+    const session = await newSession({ agent_id: 'invite-states', display_name: 'State Helper', greeting: 'Hi' });
+    const status = async () => (await service.api(key, 'GET', `/v1/sessions/${session.code}`)).body.status as string;
+    await page.goto(local(session.invite_url));
+    expect(await page.getByTestId('state').count(), 'no state before pairing').to.equal(0);
+
+    const client = new DesktopClient({
+      baseUrl: service.baseUrl, code: session.code, os: 'mac', appVersion: '1.0.20', name: 'Ana\'s MacBook', width: 1440, height: 900, accessibility: true, delayMs: 0, out: () => {},
+    });
+    await client.start();
+    try {
+      await waitFor(async () => (await status()) === 'connected', 10_000, 'the session connected');
+      await page.goto(local(session.invite_url));
+      expect(await page.getByTestId('state').getAttribute('data-state')).to.equal('connected');
+      expect(await page.getByTestId('state').innerText()).to.contain('Connected to Ana\'s MacBook.');
+    } finally {
+      await client.close();
+    }
+    await waitFor(async () => (await status()) === 'disconnected', 10_000, 'the session disconnected');
+    const away = await page.goto(local(session.invite_url));
+    expect(away?.status()).to.equal(200);
+    expect(await page.getByTestId('state').getAttribute('data-state')).to.equal('disconnected');
+    expect(await page.getByTestId('state').innerText()).to.contain('Disconnected.');
+    expect(await page.getByTestId('code').innerText()).to.equal(session.code);
+
+    expect((await service.api(key, 'POST', `/v1/sessions/${session.code}/expire`)).body.status).to.equal('expired');
+    const ended = await page.goto(local(session.invite_url));
+    expect(ended?.status()).to.equal(404);
+    expect(await page.locator('h1').innerText()).to.equal('This session has ended');
+    expect(await page.getByTestId('state').getAttribute('data-state')).to.equal('ended');
+    expect(await page.locator('body').innerText()).to.not.contain(session.code);
   });
 });

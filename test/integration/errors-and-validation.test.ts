@@ -136,7 +136,7 @@ describe('routing, validation and the error middleware', () => {
         handler: async () => ({ id: 42 }) as unknown as { id: string },
       }),
     ];
-    mountRoutes(router, routes, { authenticate: async () => { throw new Error('unused'); }, validateResponses: true });
+    mountRoutes(router, routes, { authenticate: async () => { throw new Error('unused'); }, idempotency: { run: () => { throw new Error('unused'); } }, validateResponses: true });
     const logger = pino({ level: 'error' }, { write: (line: string) => logged.push(JSON.parse(line)) });
     app.use(edge(logger));
     app.use(jsonBody({ limitBytes: 1024, largeLimitBytes: 2048, isLargeBodyPath: () => false }));

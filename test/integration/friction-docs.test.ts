@@ -3,6 +3,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../shared/config';
 import { parseScript } from '../../shared/models/scripted';
+import { CATEGORY_DETECTION_SINCE } from '../../shared/guardrails/engine';
+import { capabilitiesFor } from '../../shared/simulator';
 import { testEnv } from '../support/environment';
 
 /**
@@ -110,5 +112,16 @@ describe('what the docs state is what the code does', () => {
     expect(minimum).to.be.greaterThan(0);
     expect(loadConfig(testEnv({ DESKHAND_ADMIN_TOKEN: 'x'.repeat(minimum) })).adminToken).to.have.length(minimum);
     expect(() => loadConfig(testEnv({ DESKHAND_ADMIN_TOKEN: 'x'.repeat(minimum - 1) }))).to.throw(ConfigError);
+  });
+  it('README: says exactly when categories are detected (the Mac app version the guardrails use; not on Windows, older apps or without Accessibility)', () => {
+    const readme = read('README.md').replace(/\s+/g, ' ');
+    const version = /On a Mac whose app is version (\d+\.\d+\.\d+) or later and has the Accessibility permission, Deskhand detects/.exec(readme)?.[1];
+    expect(version, 'the README names the version').to.be.a('string');
+    expect(version).to.equal(CATEGORY_DETECTION_SINCE.join('.'));
+    expect(readme).to.contain('On Windows, on older Mac apps and on a Mac without Accessibility no category is detected');
+    // The simulated Mac the docs' examples run on reports element info from that version on.
+    expect(capabilitiesFor('mac', version!, true).element_info).to.equal(true);
+    expect(capabilitiesFor('mac', '1.0.19', true).element_info).to.equal(false);
+    expect(capabilitiesFor('mac', version!, false).element_info).to.equal(false);
   });
 });

@@ -21,6 +21,8 @@ export interface MaintenanceDeps {
   loop: TaskTimers & { reconcile(quietMs?: number): Promise<number>; timeOutOverdueApprovals(): Promise<number> };
   webhookDelivery: Parameters<typeof webhookSweepSteps>[0]['webhookDelivery'];
   evals: EvalsDeps;
+  /** Deletes `Idempotency-Key`s past their 24 hours. */
+  idempotency: { deleteExpired(): Promise<number> };
 }
 
 /** The reconcile sweep's steps, in the order they run. */
@@ -32,6 +34,7 @@ export function sweepSteps(deps: MaintenanceDeps): SweepStep[] {
     { name: 'approval-timeouts', run: () => deps.loop.timeOutOverdueApprovals() },
     ...webhookSweepSteps(deps),
     ...evalsSweepSteps(deps.evals),
+    { name: 'expired-idempotency-keys', run: () => deps.idempotency.deleteExpired() },
   ];
 }
 

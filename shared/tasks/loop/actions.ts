@@ -130,7 +130,10 @@ export function dispatch(deps: Pick<TaskLoopDeps, 'link'>, change: TaskChange, a
   // Typed text goes to the computer only: the event says how much and where (shared/tasks/typed-text.ts).
   if (action.type === 'type') {
     const target = typedTarget(row.observation);
-    change.event('action', describeTyping(action.text.length, target), { act_id: actId, action: withoutTypedText(action), target });
+    // `at`: the middle of the focused field, so that a replay can mark where the text went (null when the app cannot tell).
+    const field = row.observation?.focused?.bounds;
+    const at = field ? { x: Math.round(field.x + field.width / 2), y: Math.round(field.y + field.height / 2) } : null;
+    change.event('action', describeTyping(action.text.length, target), { act_id: actId, action: withoutTypedText(action), target, at });
   } else {
     change.event('action', describeAction(action), { act_id: actId, action });
   }
@@ -173,7 +176,14 @@ export async function receiveResult(deps: TaskLoopDeps, sessionCode: string, mes
         turn_results: results,
         queued_actions: result.ok ? remaining : [],
       });
-      change.event('action_result', result.ok ? 'Done' : `Failed: ${result.error ?? 'the action failed'}`, { act_id: message.act_id, ok: result.ok, error: result.error ?? null, frame: seq });
+      change.event('action_result', result.ok ? 'Done' : `Failed: ${result.error ?? 'the action failed'}`, {
+        act_id: message.act_id,
+        ok: result.ok,
+        error: result.error ?? null,
+        frame: seq,
+        // The screen's size in the coordinates actions use, which a replay needs to place marks on the frame (its PNG may have more pixels).
+        screen: { width: result.observation.width, height: result.observation.height },
+      });
       if (!result.ok || remaining.length === 0) {
         // The first look at the screen is not a move of the model's: nothing to report on it.
         change.set({ queued_actions: [], turn_results: [], last_outcome: row.steps === 0 ? null : { kind: 'actions', results } });
