@@ -150,6 +150,12 @@ describe('the console\'s evals pages in a browser (Chromium)', function () {
 
     expect(await accessibilityProblems(page)).to.deep.equal([]);
     expect(await scrollWidth(page), 'no sideways scrolling at 390 px').to.be.at.most(390);
+
+    // A try's link opens its task's page in the console.
+    const replayed = tries.find((entry) => entry.key === 'save-note')!;
+    await judged.getByRole('link', { name: `Replay ${replayed.task_id}` }).click();
+    await page.waitForURL(`${service.baseUrl}/console/tasks/${replayed.task_id}`);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).to.equal(`Task ${replayed.task_id}`);
     expect(offsite).to.deep.equal([]);
     await context.close();
   });
