@@ -233,6 +233,24 @@ describe('the console\'s evals pages in a browser (Chromium)', function () {
     await context.close();
   });
 
+  it('shows the API\'s refusal beside the start form, and starts nothing', async () => {
+    const gone = (await ok('POST', '/v1/test_sets', { name: 'Deleted soon' })).test_set_id;
+    const { context, page } = await memberPage();
+    await page.goto(`${service.baseUrl}/console/evals`);
+    await page.locator(`#start-set option[value="${gone}"]`).waitFor({ state: 'attached' });
+    await ok('DELETE', `/v1/test_sets/${gone}`);
+    const before = (await ok('GET', '/v1/test_runs?limit=100')).data.length;
+    await page.getByLabel('Test set', { exact: true }).selectOption(gone);
+    await page.getByRole('button', { name: 'Start run' }).click();
+    const status = page.getByTestId('start-status');
+    await status.filter({ hasText: gone }).waitFor();
+    const refusal = await service.api(key, 'POST', '/v1/test_runs', { test_set_id: gone });
+    expect(await status.textContent(), 'the API\'s own message').to.equal(refusal.body.error.message);
+    expect(await status.getAttribute('class')).to.contain('error');
+    expect((await ok('GET', '/v1/test_runs?limit=100')).data.length).to.equal(before);
+    await context.close();
+  });
+
   it('lists runs 20 at a time, newest first, and filters them by test set', async () => {
     const [quick] = (await ok('POST', '/v1/test_cases/batch', {
       cases: [{ key: 'quick', name: 'Quick', prompt: 'done "ok"', start_state: 'macos-15', success: { check_script: 'true' } }],
