@@ -12,6 +12,7 @@ import { accountPages } from './pages/account.page';
 import { workspacePages } from './pages/workspace.page';
 import { tasksPages } from './pages/tasks.page';
 import { settingsPages } from './pages/settings.page';
+import { evalsPages } from './pages/evals.page';
 
 /** What every page module gets: the router to add its pages to and the way to guard them. */
 export interface ConsoleRouting {
@@ -59,5 +60,6 @@ export function consoleRouter(container: Container): Router {
   workspacePages(routing);
   tasksPages(routing);
   settingsPages(routing);
+  evalsPages(routing);
   return router;
 }
