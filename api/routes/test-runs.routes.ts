@@ -18,7 +18,7 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       description:
         'Exactly one of `test_set_id` and `test_case_ids`. Every case is fixed as it is now, its start state at its current version. ' +
         'Each case is tried `repeat` times (the run\'s, else the case\'s in the set, else the set\'s), each try on a fresh machine. ' +
-        'At most 10,000 tries a run. Needs the admin role or an API key.',
+        'At most 10,000 tries a run. Any member of the org may start one (docs/console.md, Roles).',
       tag: TAG,
       auth: 'api_key',
       body: CreateTestRunBody,
@@ -75,7 +75,7 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       path: '/v1/test_runs/{test_run_id}/cancel',
       operationId: 'cancelTestRun',
       summary: 'Cancel a run: its running tries stop, the queued ones are skipped',
-      description: '409 `not_running` when it already ended. Needs the admin role or an API key.',
+      description: '409 `not_running` when it already ended. Any member of the org may cancel a run.',
       tag: TAG,
       auth: 'api_key',
       params: TestRunParams,

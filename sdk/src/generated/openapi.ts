@@ -1060,7 +1060,7 @@ export interface paths {
         put?: never;
         /**
          * Queue a run of a test set (or a list of cases) against one agent version
-         * @description Exactly one of `test_set_id` and `test_case_ids`. Every case is fixed as it is now, its start state at its current version. Each case is tried `repeat` times (the run's, else the case's in the set, else the set's), each try on a fresh machine. At most 10,000 tries a run. Needs the admin role or an API key.
+         * @description Exactly one of `test_set_id` and `test_case_ids`. Every case is fixed as it is now, its start state at its current version. Each case is tried `repeat` times (the run's, else the case's in the set, else the set's), each try on a fresh machine. At most 10,000 tries a run. Any member of the org may start one (docs/console.md, Roles).
          */
         post: operations["createTestRun"];
         delete?: never;
@@ -1120,7 +1120,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a run: its running tries stop, the queued ones are skipped
-         * @description 409 `not_running` when it already ended. Needs the admin role or an API key.
+         * @description 409 `not_running` when it already ended. Any member of the org may cancel a run.
          */
         post: operations["cancelTestRun"];
         delete?: never;
