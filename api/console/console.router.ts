@@ -13,6 +13,7 @@ import { workspacePages } from './pages/workspace.page';
 import { tasksPages } from './pages/tasks.page';
 import { settingsPages } from './pages/settings.page';
 import { evalsPages } from './pages/evals.page';
+import { billingPages } from './pages/billing.page';
 
 /** What every page module gets: the router to add its pages to and the way to guard them. */
 export interface ConsoleRouting {
@@ -61,5 +62,6 @@ export function consoleRouter(container: Container): Router {
   tasksPages(routing);
   settingsPages(routing);
   evalsPages(routing);
+  billingPages(routing);
   return router;
 }
