@@ -161,15 +161,21 @@ describe('the console\'s Billing page (Chromium)', function () {
     await context.close();
   });
 
-  it('tops up from the page with a saved card (the Stripe stand-in) and lists it; saves auto top-up; a declined card shows the API\'s 402', async () => {
+  it('refuses a top-up without a card (409), tops up from the page with a saved card (the Stripe stand-in) and lists it; saves auto top-up; a declined card shows the API\'s 402', async () => {
     const { orgId, key } = await orgOn('pay_as_you_go');
+    const { page, context } = await openBilling(orgId, 'admin');
+    await page.getByTestId('card-state').filter({ hasText: 'No card is saved yet' }).waitFor();
+    await page.getByRole('button', { name: 'Top up', exact: true }).click();
+    await page.getByTestId('top-up-status').filter({ hasText: 'No top-up' }).waitFor();
+    expect(await page.getByTestId('top-up-status').textContent()).to.equal('No top-up: Save a card first (POST /v1/billing/card)');
+
     const setup = await service.api(key, 'POST', '/v1/billing/card');
     expect(setup.status).to.equal(200);
     const customer = (await service.running.container.db('billing_accounts').where({ org_id: orgId }).first()).provider_customer_id;
     const saved = await sendStripeWebhook(service.baseUrl, stripeEvent('setup_intent.succeeded', { id: setup.body.setup_intent_id, object: 'setup_intent', customer, payment_method: 'pm_card_visa', status: 'succeeded' }), WEBHOOK_SECRET);
     expect(saved.status).to.equal(200);
 
-    const { page, context } = await openBilling(orgId, 'admin');
+    await page.reload();
     await page.getByTestId('card-state').filter({ hasText: 'A card is saved.' }).waitFor();
     await page.getByLabel('Amount in dollars ($5 to $1,000)').fill('25');
     await page.getByRole('button', { name: 'Top up', exact: true }).click();

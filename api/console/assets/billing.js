@@ -139,7 +139,7 @@ document.addEventListener('DOMContentLoaded', () => {
   }
 
   function showAccount(account) {
-    const card = { none: 'No card is saved yet.', ok: 'A card is saved.', needs_attention: 'The saved card needs attention: its last payment failed.' }[account.card.status];
+    const card = { none: 'No card is saved yet: a card is saved with the payment provider\'s card form (POST /v1/billing/card).', ok: 'A card is saved.', needs_attention: 'The saved card needs attention: its last payment failed.' }[account.card.status];
     setText('card-state', (account.payments_available ? '' : 'Payments are not set up on this server. ') + card);
     document.getElementById('auto-enabled').checked = account.auto_topup.enabled;
     document.getElementById('auto-amount').value = (account.auto_topup.amount_cents / 100).toFixed(2);
