@@ -163,7 +163,7 @@ describe('the console\'s Billing page (Chromium)', function () {
 
   it('refuses a top-up without a card (409), tops up from the page with a saved card (the Stripe stand-in) and lists it; saves auto top-up; a declined card shows the API\'s 402', async () => {
     const { orgId, key } = await orgOn('pay_as_you_go');
-    const { page, context } = await openBilling(orgId, 'admin');
+    const { page, context } = await openBilling(orgId, 'admin', { axe: true });
     await page.getByTestId('card-state').filter({ hasText: 'No card is saved yet' }).waitFor();
     await page.getByRole('button', { name: 'Top up', exact: true }).click();
     await page.getByTestId('top-up-status').filter({ hasText: 'No top-up' }).waitFor();
@@ -206,6 +206,24 @@ describe('the console\'s Billing page (Chromium)', function () {
     await page.getByRole('button', { name: 'Top up', exact: true }).click();
     await page.getByTestId('top-up-status').filter({ hasText: 'No top-up' }).waitFor();
     expect(await page.getByTestId('top-up-status').textContent()).to.match(/^No top-up: The card was declined .*update the card/);
+    expect(await accessibilityProblems(page), 'with the lists filled and the forms\' answers shown').to.deep.equal([]);
+    await context.close();
+  });
+
+  it('lists top-ups and credits newest first, 20 at a time, with "Older entries" for the rest', async () => {
+    const { orgId } = await orgOn('free');
+    for (let n = 1; n <= 22; n++) await billing().credit(orgId, n * 100, operator(orgId), `Credit number ${n}`);
+    const { page, context } = await openBilling(orgId, 'owner');
+    await page.getByTestId('payments').locator('tbody tr').first().waitFor();
+    const first = await cellsOf(page, 'payments');
+    expect(first).to.have.length(20);
+    expect(first[0]!.slice(1, 5)).to.deep.equal(['Credit', '$22.00', '$253.00', 'Credit number 22']);
+    await page.getByRole('button', { name: 'Older entries' }).click();
+    await page.getByTestId('payments').locator('tbody tr').nth(21).waitFor();
+    const all = await cellsOf(page, 'payments');
+    expect(all.map((row) => row[4])).to.deep.equal(Array.from({ length: 22 }, (_, index) => `Credit number ${22 - index}`));
+    expect(all[21]!.slice(2, 4)).to.deep.equal(['$1.00', '$1.00']);
+    expect(await page.getByRole('button', { name: 'Older entries' }).isHidden()).to.equal(true);
     await context.close();
   });
 
