@@ -242,7 +242,9 @@ describe('hostile input', () => {
           sent++;
           const legacy = !url.startsWith('/v1');
           const response: ApiResponse = await service.api(legacy ? null : key, operation.method, url, body, legacy ? { authorization: `Bearer ${key}` } : {});
-          return response.status < 500;
+          // A server without a payment provider says so (a setting, not a fault): the documented 503.
+          const paymentsOff = response.status === 503 && response.body?.error?.code === 'payments_unavailable';
+          return response.status < 500 || paymentsOff;
         }),
         { numRuns: 40, seed: 17, endOnFailure: true },
       );
