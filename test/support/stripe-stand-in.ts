@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
@@ -27,7 +28,9 @@ export async function startStripeStandIn(): Promise<StripeStandIn> {
   const idempotent = new Map<string, { status: number; body: unknown }>();
   let declines = 0;
   let counter = 0;
-  const next = (prefix: string) => `${prefix}_${(++counter).toString().padStart(6, '0')}`;
+  // Unique across stand-ins, as Stripe's ids are: every test file's stand-in writes to the run's one database.
+  const run = randomBytes(4).toString('hex');
+  const next = (prefix: string) => `${prefix}_${run}${(++counter).toString().padStart(6, '0')}`;
 
   function handle(method: string, path: string, fields: Record<string, string>): { status: number; body: unknown } {
     const metadata = Object.fromEntries(Object.entries(fields).filter(([key]) => key.startsWith('metadata[')).map(([key, value]) => [key.slice(9, -1), value]));
