@@ -298,7 +298,10 @@ describe('task changes from a row read without the lock', () => {
         // Step jobs carry ids only, so each reads the row once; results come with the row the
         // action was sent with (kept by the web process) and read nothing.
         const queue = deps().queues.queue(QUEUE_NAMES.taskSteps);
-        const stepJobs = (await queue.getJobs(['completed'])).filter((job) => job.data.task_id === done.task.task_id);
+        // The job that ended the task is marked completed only after the commit the follower saw.
+        const ofTask = async (states: Array<'completed' | 'active' | 'waiting' | 'delayed'>) => (await queue.getJobs(states)).filter((job) => job.data.task_id === done.task.task_id);
+        await waitFor(async () => (await ofTask(['active', 'waiting', 'delayed'])).length === 0, 10_000, 'the task\'s last step job to complete');
+        const stepJobs = await ofTask(['completed']);
         expect(stepJobs.map((job) => Object.keys(job.data).sort())).to.deep.equal(stepJobs.map(() => ['step', 'task_id']));
         expect(stepJobs.length).to.be.greaterThan(4);
         expect(sqls.filter(taskReads)).to.have.length(stepJobs.length);
