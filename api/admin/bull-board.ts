@@ -1,15 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Container } from '../../shared/container';
 import { ApiError } from '../../shared/errors';
+import { sameSecret } from '../../shared/auth/same-secret';
 
 export const BULL_BOARD_PATH = '/admin/queues';
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
 
 /** The admin credential from `Authorization: Bearer <token>` or HTTP Basic (any user, token as password). */
 function presentedToken(header: string): string | null {

@@ -1,4 +1,5 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sameSecret } from '../../shared/auth/same-secret';
 import type { Context } from 'koa';
 import { CONSOLE_COOKIE, cookieValue } from '../authenticate';
 
@@ -37,8 +38,5 @@ export function signInFormToken(ctx: Context): string {
 /** True when the sign-in form's `_csrf` field matches its cookie. */
 export function signInFormTokenMatches(ctx: Context, field: unknown): boolean {
   const cookie = cookieValue(ctx.get('cookie'), SIGN_IN_CSRF_COOKIE);
-  if (!cookie || typeof field !== 'string') return false;
-  const a = Buffer.from(cookie);
-  const b = Buffer.from(field);
-  return a.length === b.length && timingSafeEqual(a, b);
+  return cookie !== undefined && typeof field === 'string' && sameSecret(field, cookie);
 }

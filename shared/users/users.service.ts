@@ -1,4 +1,4 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Knex } from '../db/knex';
 import type { Config } from '../config';
@@ -10,6 +10,7 @@ import { hashSecret } from '../api-keys/key-format';
 import { ApiError, conflict, forbidden, invalidRequest, notFound, unauthenticated } from '../errors';
 import { newId } from '../ids';
 import type { AuthContext, Role } from '../auth/roles';
+import { sameSecret } from '../auth/same-secret';
 import { checkNewPassword, hashPassword, spendVerifyTime, verifyPassword } from './passwords';
 import * as repo from './users.repository';
 
@@ -59,13 +60,6 @@ const toMember = (row: repo.MemberRow): MemberObject => ({
   has_password: row.has_password,
   created_at: row.created_at.toISOString(),
 });
-
-/** Equal strings, compared in constant time. */
-function sameSecret(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
-}
 
 /**
  * The console's people (docs/console.md): members of orgs with a role, their sign-ins (a password

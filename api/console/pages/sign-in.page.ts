@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { ApiError } from '../../../shared/errors';
+import { sameSecret } from '../../../shared/auth/same-secret';
 import { clientAddress } from '../../middleware/rate-limit';
 import type { ConsoleRouting } from '../console.router';
 import { formBody } from '../console.router';
@@ -59,7 +60,7 @@ export function signInPages({ router, container }: ConsoleRouting): void {
     const signedIn = await users.signedIn(token);
     const form = (ctx.request as unknown as { body: Record<string, unknown> }).body ?? {};
     // Only the page's own form signs out: another site cannot sign a person out.
-    if (signedIn && form._csrf !== signedIn.csrfToken) {
+    if (signedIn && !(typeof form._csrf === 'string' && sameSecret(form._csrf, signedIn.csrfToken))) {
       ctx.status = 403;
       ctx.type = 'text/plain';
       ctx.body = 'Missing or wrong CSRF token';
