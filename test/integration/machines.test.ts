@@ -100,6 +100,8 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect(good.status).to.equal('building');
     const ready = await waitFor(async () => ((await state(good.start_state_id)).status === 'ready' ? state(good.start_state_id) : null), 8000, 'ready');
     expect(ready).to.include({ version: 1, runner_id: runnerId, error: null, view: null, kind: 'state', from: 'script-image', method: 'script' });
+    // The machine is destroyed after the state reads ready: wait for that command too.
+    await waitFor(() => runner.commands.some((c) => c.type === 'machine.destroy'), 8000, 'the machine\'s destroy');
     const types = runner.commands.filter((c) => c.machine_id && c.args && runner.commands.some((m) => m.type === 'machine.make' && m.machine_id === c.machine_id)).map((c) => c.type);
     expect(types.slice(0, 4)).to.deep.equal(['machine.make', 'machine.run', 'machine.save', 'machine.destroy']);
     const save = runner.commands.find((c) => c.type === 'machine.save')!;
