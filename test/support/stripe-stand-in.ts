@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
@@ -29,7 +29,7 @@ export async function startStripeStandIn(): Promise<StripeStandIn> {
   let declines = 0;
   let counter = 0;
   // Unique across stand-ins, as Stripe's ids are: every test file's stand-in writes to the run's one database.
-  const run = randomBytes(4).toString('hex');
+  const run = String(randomInt(100_000_000)).padStart(8, '0');
   const next = (prefix: string) => `${prefix}_${run}${(++counter).toString().padStart(6, '0')}`;
 
   function handle(method: string, path: string, fields: Record<string, string>): { status: number; body: unknown } {
