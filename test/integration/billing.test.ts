@@ -1,28 +1,13 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { ManualClock } from '../../shared/clock';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { testEnv } from '../support/environment';
+import { deskhand, DESKHAND_BIN, run } from '../support/cli';
 import { startTestService, type TestService } from '../support/service';
 import { connectDesktop, follow, script, startSleepingTask } from '../support/tasks';
 import { sendStripeWebhook, startStripeStandIn, stripeEvent, type StripeStandIn } from '../support/stripe-stand-in';
 
 const WEBHOOK_SECRET = 'whsec_billing_test_secret_0123456789';
-const run = promisify(execFile);
-const bin = path.join(__dirname, '..', '..', 'bin', 'deskhand.js');
-
-async function deskhand(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env: { ...process.env, ...testEnv() } });
-    return { stdout, stderr, code: 0 };
-  } catch (error) {
-    const failed = error as { stdout: string; stderr: string; code: number };
-    return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
-  }
-}
-
 describe('billing: plans, metering, 402 and 429 at task start, payments (against a local Stripe stand-in)', function () {
   this.timeout(120_000);
   let service: TestService;
@@ -130,7 +115,7 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
         expect(failed.stdout).to.equal('');
       }
       // A live key in development stops any command at once, with a message naming the variable.
-      const live = await run(process.execPath, [bin, 'orgs', 'list'], { env: { ...process.env, ...testEnv(), STRIPE_SECRET_KEY: 'sk_live_not_here' } }).catch((error) => error);
+      const live = await run(process.execPath, [DESKHAND_BIN, 'orgs', 'list'], { env: { ...process.env, ...testEnv(), STRIPE_SECRET_KEY: 'sk_live_not_here' } }).catch((error) => error);
       expect(live.code).to.equal(1);
       expect(live.stderr).to.match(/configuration: STRIPE_SECRET_KEY is a live key .* development takes test-mode keys/);
       const entries = (await service.api(key, 'GET', '/v1/billing/ledger?kind=payments')).body.data;

@@ -1,23 +1,8 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { testEnv } from '../support/environment';
+import { deskhand, DESKHAND_BIN, run } from '../support/cli';
 import { startTestService, waitFor, type TestService } from '../support/service';
 import { RawRunner } from '../support/raw-runner';
-
-const run = promisify(execFile);
-const bin = path.join(__dirname, '..', '..', 'bin', 'deskhand.js');
-
-async function deskhand(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env: { ...process.env, ...testEnv() } });
-    return { stdout, stderr, code: 0 };
-  } catch (error) {
-    const failed = error as { stdout: string; stderr: string; code: number };
-    return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
-  }
-}
 
 describe('npx deskhand', function () {
   this.timeout(60_000);
@@ -125,7 +110,7 @@ describe('npx deskhand', function () {
   it('refuses a bad configuration with a message naming the variable', async () => {
     const { code, stderr } = await (async () => {
       try {
-        await run(process.execPath, [bin, 'migrate'], { env: { ...process.env, ...testEnv({ PORT: 'x' }) } });
+        await run(process.execPath, [DESKHAND_BIN, 'migrate'], { env: { ...process.env, ...testEnv({ PORT: 'x' }) } });
         return { code: 0, stderr: '' };
       } catch (error) {
         return error as { code: number; stderr: string };
@@ -142,7 +127,7 @@ describe('npx deskhand start on a fresh development database', function () {
   /** Runs `deskhand start --only web` until it prints `until`, then stops it with SIGTERM. */
   async function startUntil(env: Record<string, string>, until: RegExp): Promise<{ stdout: string; code: number | null }> {
     const { spawn } = await import('node:child_process');
-    const child = spawn(process.execPath, [bin, 'start', '--only', 'web'], { env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [DESKHAND_BIN, 'start', '--only', 'web'], { env: { ...process.env, ...env } });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', () => undefined);
