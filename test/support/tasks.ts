@@ -29,19 +29,28 @@ export async function connectDesktop(
   return { code: created.body.code, token: created.body.token, client, lines };
 }
 
-/** Follows a task through the long-poll endpoint until `until(task)` holds or it ends. */
+/**
+ * Follows a task through the long-poll endpoint until `until(task)` holds or it ends. With
+ * `retryServerErrors`, a 5xx answer is retried after 200 ms, as the spec tells clients to (for
+ * fault tests, where one is expected); otherwise it fails the follow.
+ */
 export async function follow(
   service: TestService,
   key: string,
   taskId: string,
   until: (task: any, events: any[]) => boolean = (task) => task.done,
   timeoutMs = 15_000,
+  options: { retryServerErrors?: boolean } = {},
 ): Promise<{ task: any; events: any[] }> {
   const events: any[] = [];
   let cursor = 0;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const response = await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=2000`);
+    if (response.status >= 500 && options.retryServerErrors && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      continue;
+    }
     if (response.status !== 200) throw new Error(`follow failed: ${JSON.stringify(response.body)}`);
     events.push(...response.body.data);
     cursor = response.body.cursor;
