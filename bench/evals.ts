@@ -8,6 +8,7 @@ import { benchServers, cpuProfileFlags, databaseBackendsCpuMs, processCpuMs, PRO
 import { dropRedisPrefix } from './support/redis-prefix';
 import { WatchedRunner } from './support/watched-runner';
 import { WatchedDesktops } from './support/desktops';
+import { watchQueueHops } from './support/queue-hops';
 
 /**
  * `npm run bench -- evals`: tries per second scheduled and scored through the whole path, with
@@ -56,6 +57,8 @@ interface Sample {
   /** Machines running (made, not yet being destroyed). */
   running: number;
   queued: number;
+  /** When it was taken, ms after the run was created. */
+  at: number;
 }
 
 export async function run(): Promise<void> {
@@ -133,6 +136,7 @@ export async function run(): Promise<void> {
 
     /** One run of `repeat` tries per case; samples the slots until every try ended. */
     const evalRun = async (ids: string[], repeat: number): Promise<{ runId: string; samples: Sample[] }> => {
+      const created = Date.now();
       const { test_run_id: runId } = (await api('POST', '/v1/test_runs', { test_case_ids: ids, repeat })) as { test_run_id: string };
       const samples: Sample[] = [];
       for (;;) {
@@ -147,7 +151,7 @@ export async function run(): Promise<void> {
         const row = rows[0] as Sample & { running_tries: number };
         // Every try ended: the run is over, whether or not its status says so (see `runStatus`).
         if (!row.queued && !row.running_tries) return { runId, samples };
-        samples.push({ live: row.live, running: row.running, queued: row.queued });
+        samples.push({ live: row.live, running: row.running, queued: row.queued, at: Date.now() - created });
         await sleep(Math.max(0, next - Date.now()));
       }
     };
@@ -161,6 +165,8 @@ export async function run(): Promise<void> {
     const taskIds = await onDesktops(tries);
     const baselineCores = measured();
     trace('evals: one run');
+    const queueHops = await watchQueueHops(config.redisUrl, prefix, 'evals');
+    const mark = Date.now();
     measured = cores();
     const { runId, samples } = await evalRun(caseIds, REPEAT);
     const evalsCores = measured();
@@ -171,10 +177,12 @@ export async function run(): Promise<void> {
       ...(await throughput(db, taskIds, runId)),
       await runStatus(db, [warmUpRun, runId]),
       ...(await hops(db, runId)),
+      `  BullMQ wait (added → taken by worker-evals) of the try-advance jobs p50 / p95: ${pair(queueHops.waits('try', mark))} ms`,
       ...utilisation(samples, slots),
       `cores used (of ${os.cpus().length}): baseline ${baselineCores}; evals ${evalsCores}`,
       'targets: the scheduler\'s overhead per try <= 50 ms p50; no runner slot idle while tries wait',
     ];
+    await queueHops.close();
     for (const line of lines) console.log(line);
     for (const code of codes) await api('POST', `/v1/sessions/${code}/expire`, {});
   } finally {
@@ -247,10 +255,14 @@ async function throughput(db: Db, taskIds: string[], runId: string): Promise<str
 
 /**
  * Where a try's time goes, hop by hop (p50 / p95 over the run's tries), from PostgreSQL's
- * timestamps. The scheduler's overhead per try is the sum of its own hops: machine requested →
- * make sent (placement), machine made → task created, task ended → check sent, check answered →
- * try ended. Not in it: the runner's and the socket hops' share of a command (sent → answered),
- * the agent's task, and the slot's turnaround after the try (destroy), shown apart.
+ * timestamps. The scheduler's overhead per try is the sum of its own hops: placement (from when
+ * the machine could be placed to its make sent), machine made → task created, task ended → check
+ * sent, check answered → try ended. A try's machine is requested as soon as a slot is about to
+ * free (the try before it on that slot ended and let its machine go), so it may wait for that
+ * slot's destroy: it could be placed from whichever is later, its request or the end of the
+ * runner's last machine to end before its make was sent (the slot it took). Not in the overhead:
+ * the runner's and the socket hops' share of a command (sent → answered), the agent's task, and
+ * the slot's turnaround after the try (destroy), shown apart.
  */
 async function hops(db: Db, runId: string): Promise<string[]> {
   const command = (alias: string, type: string) =>
@@ -260,7 +272,8 @@ async function hops(db: Db, runId: string): Promise<string[]> {
             ${ms('mk.sent_at')} as make_sent, ${ms('mk.finished_at')} as made,
             ${ms('k.created_at')} as task_created, ${ms('k.ended_at')} as task_ended,
             ${ms('ck.sent_at')} as check_sent, ${ms('ck.finished_at')} as checked,
-            ${ms('t.ended_at')} as ended, ${ms('ds.sent_at')} as destroy_sent, ${ms('ds.finished_at')} as destroyed
+            ${ms('t.ended_at')} as ended, ${ms('ds.sent_at')} as destroy_sent, ${ms('ds.finished_at')} as destroyed,
+            ${ms('greatest(m.created_at, (select max(o.ended_at) from machines o where o.runner_id = m.runner_id and o.ended_at <= mk.sent_at))')} as placeable
        from tries t join machines m on m.id = t.machine_id join tasks k on k.id = t.task_id
        ${command('mk', 'machine.make')} ${command('ck', 'machine.run')} ${command('ds', 'machine.destroy')}
       where t.run_id = ?`,
@@ -268,13 +281,14 @@ async function hops(db: Db, runId: string): Promise<string[]> {
   );
   const at = (rows as Array<Record<string, string>>).map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, Number(value)])));
   const span = (from: string, to: string) => at.map((row) => row[to]! - row[from]!);
-  const own = at.map((row) => row.make_sent! - row.machine! + (row.task_created! - row.made!) + (row.check_sent! - row.task_ended!) + (row.ended! - row.checked!));
+  const own = at.map((row) => row.make_sent! - row.placeable! + (row.task_created! - row.made!) + (row.check_sent! - row.task_ended!) + (row.ended! - row.checked!));
   const hop = (name: string, values: number[]) => `  ${name.padEnd(72)} ${pair(values)} ms`;
   return [
     'where a try\'s time goes (p50 / p95 ms, PostgreSQL timestamps):',
     hop('queued (run created → try started: waiting for a slot)', span('queued', 'started')),
     hop('try started → machine row (same transaction)', span('started', 'machine')),
-    hop('* machine row → make sent (placement pass)', span('machine', 'make_sent')),
+    hop('  machine row → make sent (waiting for a slot, then placed)', span('machine', 'make_sent')),
+    hop('* placeable (machine row, or its slot freed if later) → make sent', span('placeable', 'make_sent')),
     hop('  make sent → made (emitter, web, runner boots, /desktop hello, settle)', span('make_sent', 'made')),
     hop('* made → task created (owner told, try advanced, task created)', span('made', 'task_created')),
     hop('  task created → ended (the agent: worker-agent and the machine)', span('task_created', 'task_ended')),
@@ -294,6 +308,6 @@ function utilisation(samples: Sample[], slots: number): string[] {
   const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / Math.max(1, values.length);
   return [
     `slots while tries waited (${waiting.length} samples every ${SAMPLE_MS} ms of ${samples.length}): ${((100 * idle.length) / Math.max(1, waiting.length)).toFixed(1)}% of samples with an idle slot; mean ${mean(waiting.map((s) => s.live)).toFixed(2)} of ${slots} slots holding a machine, ${mean(waiting.map((s) => s.running)).toFixed(2)} with a machine running`,
-    `  whole run: mean ${mean(samples.map((s) => s.live)).toFixed(2)} slots holding a machine`,
+    `  whole run: mean ${mean(samples.map((s) => s.live)).toFixed(2)} slots holding a machine; the samples with an idle slot (ms after the run was created: slots held): ${idle.map((s) => `${s.at}: ${s.live}`).join(', ') || 'none'}`,
   ];
 }

@@ -61,6 +61,38 @@ export async function candidatesWithLoad(db: Db, runnerIds: string[]): Promise<C
   return rows.sort((a, b) => Number(b.scope === 'org') - Number(a.scope === 'org') || (b.slots - b.live) - (a.slots - a.live) || a.id.localeCompare(b.id));
 }
 
+/**
+ * Locks the runner when it is online (not revoked, connected, heard from within
+ * `offlineAfterMs`); false when it is not. The lock a placement on it takes (`lockCandidateRunners`).
+ */
+export async function lockRunnerIfOnline(db: Knex.Transaction, runnerId: string, offlineAfterMs: number): Promise<boolean> {
+  const row = await db('runners')
+    .where({ id: runnerId })
+    .whereNull('revoked_at')
+    .whereNotNull('connection_id')
+    .andWhereRaw("last_seen_at > now() - (? * interval '1 millisecond')", [offlineAfterMs])
+    .forUpdate()
+    .first('id');
+  return row !== undefined;
+}
+
+/**
+ * The oldest waiting machine that this runner could take (of the runner's org, or any org's on a
+ * cloud runner; an image it has; pinned to it or to none), locked; one that another placement
+ * holds is skipped, not waited for.
+ */
+export async function lockOldestWaitingFor(db: Knex.Transaction, runnerId: string): Promise<MachineRow | undefined> {
+  const { rows } = await db.raw<{ rows: MachineRow[] }>(
+    `select m.* from machines m join runners r on r.id = ?
+      where m.status = 'waiting' and (m.org_id = r.org_id or r.scope = 'cloud') and r.images \\? m.image
+        and (m.pinned_runner_id is null or m.pinned_runner_id = r.id)
+      order by m.seq limit 1
+        for update of m skip locked`,
+    [runnerId],
+  );
+  return rows[0];
+}
+
 /** The oldest waiting machines, for placement. */
 export async function waitingMachineIds(db: Db, limit: number): Promise<string[]> {
   const rows = await db('machines').where({ status: 'waiting' }).orderBy('seq').limit(limit).select('id');

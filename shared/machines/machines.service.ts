@@ -15,6 +15,8 @@ import {
   isRunnerOnline,
   liveMachinesOn,
   lockCandidateRunners,
+  lockOldestWaitingFor,
+  lockRunnerIfOnline,
   moveMachine,
   type MachineMove,
   lostRunnerIds,
@@ -119,24 +121,47 @@ export class MachinesService {
   /** Places one waiting machine; false when no runner has a free slot for it now. */
   async place(machineId: string): Promise<boolean> {
     const sent = await this.deps.db.transaction(async (trx) => {
+      const wanted = await findMachine(trx, machineId);
+      if (wanted?.status !== 'waiting') return null;
+      // Runners first, then the machine: the order a slot's hand-over takes them in (`settle`),
+      // so that neither waits on the other in a circle.
+      const locked = await lockCandidateRunners(trx, wanted, this.deps.offlineAfterMs);
+      if (!locked.length) return null;
       const machine = await findMachine(trx, machineId, true);
       if (machine?.status !== 'waiting') return null;
-      const locked = await lockCandidateRunners(trx, machine, this.deps.offlineAfterMs);
       const runner = (await candidatesWithLoad(trx, locked)).find((candidate) => candidate.live < candidate.slots);
-      if (!runner) return null;
-      await updateMachine(trx, machine.id, { runner_id: runner.id, status: 'starting', placements: machine.placements + 1 });
-      return insertCommand(trx, {
-        id: newId('cmd'),
-        runner_id: runner.id,
-        machine_id: machine.id,
-        type: 'machine.make',
-        args: { disk: machine.disk, os: machine.os, session: { code: machine.session_code } },
-        deadlineMs: this.deps.bootTimeoutMs,
-      });
+      return runner ? this.assign(trx, machine, runner.id) : null;
     });
     if (!sent) return false;
     await this.send(sent);
     return true;
+  }
+
+  /** A waiting machine goes to a runner whose slot the caller counted free (holding it locked): its make, to send after the commit. */
+  private async assign(trx: Knex.Transaction, machine: MachineRow, runnerId: string): Promise<CommandRow> {
+    await updateMachine(trx, machine.id, { runner_id: runnerId, status: 'starting', placements: machine.placements + 1 });
+    return insertCommand(trx, {
+      id: newId('cmd'),
+      runner_id: runnerId,
+      machine_id: machine.id,
+      type: 'machine.make',
+      args: { disk: machine.disk, os: machine.os, session: { code: machine.session_code } },
+      deadlineMs: this.deps.bootTimeoutMs,
+    });
+  }
+
+  /**
+   * A slot of the runner came free in the caller's transaction (its machine destroyed or failed):
+   * the oldest waiting machine that fits the runner takes it in the same transaction, so the slot
+   * is never seen idle while a machine waits for one. Its make, to send after the commit; null
+   * when none waits (or the runner is offline, or still full).
+   */
+  private async handOverSlot(trx: Knex.Transaction, runnerId: string): Promise<CommandRow | null> {
+    if (!(await lockRunnerIfOnline(trx, runnerId, this.deps.offlineAfterMs))) return null;
+    const [runner] = await candidatesWithLoad(trx, [runnerId]);
+    if (!runner || runner.live >= runner.slots) return null;
+    const machine = await lockOldestWaitingFor(trx, runnerId);
+    return machine ? this.assign(trx, machine, runnerId) : null;
   }
 
   /** Runs a script in the machine's shell; the owner hears when it is answered. */
@@ -268,8 +293,9 @@ export class MachinesService {
     return acted + (await this.placeWaiting());
   }
 
-  async get(machineId: string): Promise<MachineRow | undefined> {
-    return findMachine(this.deps.db, machineId);
+  /** The machine, read through `db` (a transaction's, when in one). */
+  async get(machineId: string, db: Knex | Knex.Transaction = this.deps.db): Promise<MachineRow | undefined> {
+    return findMachine(db, machineId);
   }
 
   /** Settles a command and applies it to its machine, in one transaction; then tells the owner. */
@@ -277,21 +303,25 @@ export class MachinesService {
     const applied = await this.deps.db.transaction(async (trx) => {
       // Settled once, by the runner it was sent to: a repeat or a stranger's answer changes nothing.
       const command = await settleCommand(trx, commandId, outcome, fromRunner);
-      if (!command?.machine_id) return command ? { command, machine: undefined } : null;
+      if (!command?.machine_id) return command ? { command, machine: undefined, handedOver: null } : null;
       const change = machineChange(command);
-      const machine = (change && (await moveMachine(trx, command.machine_id, change))) ?? (await findMachine(trx, command.machine_id));
-      return { command, machine };
+      const moved = change ? await moveMachine(trx, command.machine_id, change) : undefined;
+      const machine = moved ?? (await findMachine(trx, command.machine_id));
+      const freed = moved?.status === 'failed' || moved?.status === 'destroyed';
+      return { command, machine, handedOver: freed ? await this.handOverSlot(trx, command.runner_id) : null };
     });
     if (!applied) return;
-    const { command, machine } = applied;
+    const { command, machine, handedOver } = applied;
+    if (handedOver) await this.send(handedOver);
     if (command.status === 'failed') this.deps.logger.warn({ command: command.id, type: command.type, runner: command.runner_id, code: command.error_code, error: command.error }, 'runner command failed');
     if (!machine) return;
     const told: Array<Promise<unknown>> = [this.deps.notifyOwner(machine, `${command.type}:${command.id}`)];
     if (machine.status === 'failed' || machine.status === 'destroyed') {
       // A make that timed out may still finish on the runner later: it is told to destroy it.
       if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });
-      // Its slot is free (or it never got one): machines and tries waiting for one may go now.
-      told.push(this.placeSoon(), this.deps.slotFreed?.() ?? Promise.resolve());
+      // Its slot is free (or it never got one) and no waiting machine took it over: machines and
+      // tries waiting for one may go now.
+      if (!handedOver) told.push(this.placeSoon(), this.deps.slotFreed?.() ?? Promise.resolve());
       // A destroyed machine's session ended when it was let go (`release`); a failed make's ends now.
       if (machine.status === 'failed') told.push(this.endSession(machine, machine.error ?? 'The machine could not be made'));
     }

@@ -157,7 +157,8 @@ export class SessionsService {
    */
   async createMachineSession(db: Knex | Knex.Transaction, input: MachineSessionInput): Promise<{ session: SessionRow; code: string }> {
     // The session's agent is only a default for its tasks: a machine shows nobody a greeting.
-    const agentId = input.agentId ?? (await this.deps.agents.defaultAgentId(input.orgId));
+    // Through `db`: a caller in a transaction must not wait for a second connection of the pool.
+    const agentId = input.agentId ?? (await this.deps.agents.defaultAgentId(input.orgId, db));
     const now = this.deps.clock.now();
     const write = async (trx: Knex | Knex.Transaction) => {
       const inserted = await insertSessionWithNewCode(trx, (code) => ({
@@ -193,8 +194,8 @@ export class SessionsService {
     return toSession(row);
   }
 
-  async getRow(orgId: string, code: string): Promise<SessionRow> {
-    const row = await findSession(this.deps.db, orgId, code);
+  async getRow(orgId: string, code: string, db: Knex | Knex.Transaction = this.deps.db): Promise<SessionRow> {
+    const row = await findSession(db, orgId, code);
     if (!row) throw notFound(`No session ${code}`);
     return row;
   }

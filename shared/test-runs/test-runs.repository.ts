@@ -1,6 +1,5 @@
 import type { Knex } from '../db/knex';
 import { paginate, type Page, type PageRequest } from '../pagination';
-import { LIVE_MACHINE_STATUSES } from '../machines/machine-rows';
 import type { RunCaseRow, TestRunRow, TryRow, TryStatus } from './test-run-rows';
 import type { TestCaseRow } from '../test-cases/test-case-rows';
 
@@ -121,19 +120,22 @@ export async function nextQueuedTry(db: Knex.Transaction, runId: string): Promis
 }
 
 /**
- * Free slots for a machine of this kind now: the eligible runners' slots less their live
- * machines, less the machines already waiting for the same image (or the same pinned runner).
+ * Free slots for a machine of this kind now: the eligible runners' slots less their machines
+ * starting or running, less the machines already waiting for the same image (or the same pinned
+ * runner). A `stopping` machine's slot counts as free for scheduling: its destroy is on its way,
+ * and when it settles the slot passes straight to the oldest waiting machine (placement itself
+ * still counts it taken, so a runner is never asked for more than its slots).
  */
 export async function freeSlotsFor(db: Db, machine: { orgId: string; image: string; pinnedRunnerId: string | null }, offlineAfterMs: number): Promise<number> {
   const { rows } = await db.raw(
     `select
-       (select coalesce(sum(greatest(r.slots - (select count(*) from machines m where m.runner_id = r.id and m.status = any(?)), 0)), 0)
+       (select coalesce(sum(greatest(r.slots - (select count(*) from machines m where m.runner_id = r.id and m.status in ('starting', 'running')), 0)), 0)
           from runners r
          where r.revoked_at is null and r.connection_id is not null and r.last_seen_at > now() - (? * interval '1 millisecond')
            and (r.org_id = ? or r.scope = 'cloud') and r.images \\? ? and (?::text is null or r.id = ?))
      - (select count(*) from machines w
          where w.status = 'waiting' and w.image = ? and w.pinned_runner_id is not distinct from ?::text) as free`,
-    [LIVE_MACHINE_STATUSES as string[], offlineAfterMs, machine.orgId, machine.image, machine.pinnedRunnerId, machine.pinnedRunnerId, machine.image, machine.pinnedRunnerId],
+    [offlineAfterMs, machine.orgId, machine.image, machine.pinnedRunnerId, machine.pinnedRunnerId, machine.image, machine.pinnedRunnerId],
   );
   return Number(rows[0]?.free ?? 0);
 }

@@ -95,23 +95,41 @@ export class TryFlow {
 
   /** Starts the run's next queued try when a runner has a free slot for its machine. */
   private async startNext(runId: string): Promise<boolean> {
-    const placed = await this.deps.db.transaction(async (trx): Promise<string | null> => {
-      const next = await nextQueuedTry(trx, runId);
-      if (!next) return null;
-      const run = (await findRun(trx, null, runId))!;
-      if (run.status !== 'queued' && run.status !== 'running') return null;
-      const snapshot = (await runCase(trx, runId, next.position))!.snapshot;
-      const free = await freeSlotsFor(trx, { orgId: run.org_id, image: snapshot.disk.image, pinnedRunnerId: snapshot.pinned_runner_id }, this.deps.offlineAfterMs);
-      if (free <= 0) return null;
-      const machineId = await this.startOnMachine(trx, run, next, snapshot);
-      if (run.status === 'queued') await updateRun(trx, runId, { status: 'running', started_at: trx.fn.now() as never });
-      return machineId;
-    });
+    const placed = await this.deps.db.transaction((trx) => this.startNextIn(trx, runId));
     if (!placed) return false;
     // The slot counted free is taken now, in this job: no second hop through the queue (the
     // placement pass takes it should another request have won the slot meanwhile).
     if (!(await this.deps.machines.place(placed))) await this.deps.machines.placeSoon();
     return true;
+  }
+
+  /** `startNext` in the caller's transaction: the id of the machine requested for the try, to place once it commits; null when none started. */
+  private async startNextIn(trx: Knex.Transaction, runId: string): Promise<string | null> {
+    const next = await nextQueuedTry(trx, runId);
+    if (!next) return null;
+    const run = (await findRun(trx, null, runId))!;
+    if (run.status !== 'queued' && run.status !== 'running') return null;
+    const snapshot = (await runCase(trx, runId, next.position))!.snapshot;
+    const free = await freeSlotsFor(trx, { orgId: run.org_id, image: snapshot.disk.image, pinnedRunnerId: snapshot.pinned_runner_id }, this.deps.offlineAfterMs);
+    if (free <= 0) return null;
+    const machineId = await this.startOnMachine(trx, run, next, snapshot);
+    if (run.status === 'queued') await updateRun(trx, runId, { status: 'running', started_at: trx.fn.now() as never });
+    return machineId;
+  }
+
+  /**
+   * A try ended in the caller's transaction and let its machine go: the fairest run's next try
+   * starts in the same transaction. Its machine waits for the slot the ended try's machine holds
+   * until that machine is destroyed, whose settle hands the slot straight over
+   * (`MachinesService.settle`): the slot never stands idle while tries wait. Returns a machine to
+   * place once the transaction commits (it may fit a free slot elsewhere), or null.
+   */
+  private async startFairestIn(trx: Knex.Transaction): Promise<string | null> {
+    for (const run of await runsWaitingFairly(trx, 100)) {
+      const machineId = await this.startNextIn(trx, run.id);
+      if (machineId) return machineId;
+    }
+    return null;
   }
 
   /** A fresh machine for the try (its first, or after an infrastructure failure). */
@@ -150,7 +168,7 @@ export class TryFlow {
       if (!row || row.status !== 'running') return;
       const run = (await findRun(trx, null, row.run_id))!;
       const snapshot = (await runCase(trx, row.run_id, row.position))!.snapshot;
-      const machine = row.machine_id ? await this.deps.machines.get(row.machine_id) : undefined;
+      const machine = row.machine_id ? await this.deps.machines.get(row.machine_id, trx) : undefined;
       await this.step(trx, { row, run, snapshot, machine }, after);
     });
     for (const work of after) await work();
@@ -216,7 +234,7 @@ export class TryFlow {
 
   private async startTask(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
     const { row, run, snapshot } = at;
-    const session = await this.deps.sessions.getRow(run.org_id, machine.session_code);
+    const session = await this.deps.sessions.getRow(run.org_id, machine.session_code, trx);
     const secrets = Object.values(snapshot.customer?.facts ?? {}).flatMap((fact) => (typeof fact === 'object' && fact ? [fact.secret] : []));
     const created = await this.deps.createTask(trx, {
       session,
@@ -307,6 +325,9 @@ export class TryFlow {
       const released = await this.deps.machines.releaseIn(trx, row.machine_id);
       after.push(() => released('The try is over'));
     }
+    const next = await this.startFairestIn(trx);
+    if (next) after.push(() => this.deps.machines.place(next));
+    // Last: the run's row lock is held only for the commit that follows.
     await completeIfDone(trx, run.id);
     after.push(() => this.scheduleSoon());
   }

@@ -182,7 +182,7 @@ describe('test runs with reference runners (processes)', function () {
   });
 
   it('never exceeds a runner\'s slots, and a run started later gets its turn before a large one ends', async () => {
-    const { process } = await startRunner('one slot', '--slots', '1', '--images', 'macos-fair');
+    const { process, runnerId } = await startRunner('one slot', '--slots', '1', '--images', 'macos-fair');
     const [big, small] = await Promise.all([
       batch([{ key: 'big', name: 'big', prompt: 'sleep 1\ndone "ok"', start_state: 'macos-fair', success: { check_script: 'true' } }]),
       batch([{ key: 'small', name: 'small', prompt: 'done "ok"', start_state: 'macos-fair', success: { check_script: 'true' } }]),
@@ -203,6 +203,17 @@ describe('test runs with reference runners (processes)', function () {
       most = Math.max(most, live);
     }
     expect(most).to.equal(1);
+    // The slot went from each try's machine straight to the next try's: the next make was
+    // recorded by the transaction that settled the destroy before it (one `now()`), the slot
+    // never idle while a try waited.
+    const made = await service.running.container
+      .db('machines as m')
+      .join('runner_commands as c', (join) => join.on('c.machine_id', '=', 'm.id').andOnVal('c.type', '=', 'machine.make'))
+      .where('m.runner_id', runnerId)
+      .orderBy('m.seq')
+      .select('m.ended_at', 'c.sent_at');
+    expect(made).to.have.length(7);
+    for (let i = 1; i < made.length; i++) expect(made[i].sent_at.getTime(), `machine ${i + 1}'s make`).to.equal(made[i - 1].ended_at.getTime());
   });
 
   it('a runner killed (kill -9) mid-try: the try runs again on another runner, counted as an infrastructure retry', async () => {

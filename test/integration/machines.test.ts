@@ -87,6 +87,31 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect((await api('GET', `/v1/runners/${runnerId}`)).body.busy).to.equal(0);
   });
 
+  it('a destroyed machine\'s slot goes to the oldest waiting machine that fits, in the transaction that settles the destroy', async () => {
+    const { runner, runnerId } = await connectRunner('handover-image', 1, { autoDestroy: false });
+    const first = await createState({ name: 'first', from: 'handover-image', method: 'hand' });
+    await waitFor(async () => (await db()('machines').where({ owner_id: first.start_state_id, status: 'running' })).length === 1, 5000, 'the first running');
+    const second = await createState({ name: 'second', from: 'handover-image', method: 'hand' });
+    expect((await db()('machines').where({ owner_id: second.start_state_id }).first()).status).to.equal('waiting');
+
+    expect((await api('DELETE', `/v1/start_states/${first.start_state_id}`)).status).to.equal(200);
+    const destroy = await waitFor(() => runner.commands.find((c) => c.type === 'machine.destroy'), 5000, 'the destroy');
+    const ack = await runner.done(destroy.command_id, { result: {} });
+    expect(ack.ok, JSON.stringify(ack)).to.equal(true);
+
+    // By the acknowledgement (sent once the settle commits) the waiting machine holds the slot:
+    // moved to starting, and its make recorded, by the settle's own transaction (one now()).
+    const gone = await db()('machines').where({ owner_id: first.start_state_id }).first();
+    const next = await db()('machines').where({ owner_id: second.start_state_id }).first();
+    const make = await db()('runner_commands').where({ machine_id: next.id, type: 'machine.make' }).first();
+    expect(gone.status).to.equal('destroyed');
+    expect(next).to.include({ status: 'starting', runner_id: runnerId });
+    expect(next.updated_at.getTime()).to.equal(gone.ended_at.getTime());
+    expect(make.sent_at.getTime()).to.equal(gone.ended_at.getTime());
+    await waitFor(() => runner.commands.some((c) => c.type === 'machine.make' && c.machine_id === next.id), 5000, 'the make sent to the runner');
+    expect((await api('DELETE', `/v1/start_states/${second.start_state_id}`)).status).to.equal(200);
+  });
+
   it('a script build: make → run → save → destroy → ready at version 1; a failing script leaves it failed with its exit status and output', async () => {
     const { runner, runnerId } = await connectRunner('script-image', 2);
     runner.onCommand((command) => {
