@@ -77,18 +77,20 @@ export async function lockRunnerIfOnline(db: Knex.Transaction, runnerId: string,
 }
 
 /**
- * The oldest waiting machine that this runner could take (of the runner's org, or any org's on a
- * cloud runner; an image it has; pinned to it or to none), locked; one that another placement
- * holds is skipped, not waited for.
+ * When the runner has a free slot (its live machines fewer than its slots: lock the runner
+ * first, `lockRunnerIfOnline`, so that the count sees every placement on it), the oldest waiting
+ * machine that it could take (of the runner's org, or any org's on a cloud runner; an image it
+ * has; pinned to it or to none), locked; one that another placement holds is skipped, not waited for.
  */
 export async function lockOldestWaitingFor(db: Knex.Transaction, runnerId: string): Promise<MachineRow | undefined> {
   const { rows } = await db.raw<{ rows: MachineRow[] }>(
     `select m.* from machines m join runners r on r.id = ?
-      where m.status = 'waiting' and (m.org_id = r.org_id or r.scope = 'cloud') and r.images \\? m.image
+      where (select count(*) from machines l where l.runner_id = r.id and l.status = any(?)) < r.slots
+        and m.status = 'waiting' and (m.org_id = r.org_id or r.scope = 'cloud') and r.images \\? m.image
         and (m.pinned_runner_id is null or m.pinned_runner_id = r.id)
       order by m.seq limit 1
         for update of m skip locked`,
-    [runnerId],
+    [runnerId, LIVE_MACHINE_STATUSES as string[]],
   );
   return rows[0];
 }

@@ -153,13 +153,12 @@ export class MachinesService {
   /**
    * A slot of the runner came free in the caller's transaction (its machine destroyed or failed):
    * the oldest waiting machine that fits the runner takes it in the same transaction, so the slot
-   * is never seen idle while a machine waits for one. Its make, to send after the commit; null
-   * when none waits (or the runner is offline, or still full).
+   * is never seen idle while a machine waits for one. Two statements: the runner locked, then the
+   * machine picked if a slot is free. Its make, to send after the commit; null when none waits
+   * (or the runner is offline, or still full).
    */
   private async handOverSlot(trx: Knex.Transaction, runnerId: string): Promise<CommandRow | null> {
     if (!(await lockRunnerIfOnline(trx, runnerId, this.deps.offlineAfterMs))) return null;
-    const [runner] = await candidatesWithLoad(trx, [runnerId]);
-    if (!runner || runner.live >= runner.slots) return null;
     const machine = await lockOldestWaitingFor(trx, runnerId);
     return machine ? this.assign(trx, machine, runnerId) : null;
   }
