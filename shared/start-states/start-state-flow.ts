@@ -65,7 +65,7 @@ export class StartStateFlow {
     await this.deps.db.transaction(async (trx) => {
       const state = await findStartStateById(trx, stateId, true);
       if (!state) return;
-      const machine = state.machine_id ? await this.deps.machines.get(state.machine_id) : undefined;
+      const machine = state.machine_id ? await this.deps.machines.get(state.machine_id, trx) : undefined;
       await this.step(trx, state, machine, after);
     });
     for (const work of after) await work();
@@ -128,7 +128,7 @@ export class StartStateFlow {
     if (!state.task_id) {
       try {
         const agent = await this.deps.agents.resolveForTask(state.org_id, state.agent_id ?? 'default', 'published', trx);
-        const session = await this.deps.sessions.getRow(state.org_id, machine.session_code);
+        const session = await this.deps.sessions.getRow(state.org_id, machine.session_code, trx);
         const created = await this.deps.createTask(trx, { session, agent, prompt: state.instruction ?? '', actor: null, metadata: { start_state_id: state.id } });
         await updateStartState(trx, state.id, { task_id: created.row.id });
         after.push(created.afterCommit);
