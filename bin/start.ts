@@ -4,6 +4,7 @@ import type { HostResolver } from '../shared/http';
 import type { Logger } from '../shared/logger';
 import type { Container } from '../shared/container';
 import type { TaskChangeObserver } from '../shared/tasks/task-change';
+import type { TryFlowDeps } from '../shared/test-runs/try-flow';
 import { composeDeskhand } from '../shared/composition-root';
 import { PROCESS_TYPES, type ProcessType, type WorkerType } from '../shared/queues/catalog';
 import { startWeb, type WebServer } from '../api/server';
@@ -28,9 +29,9 @@ export interface RunningDeskhand {
 export async function startDeskhand(
   config: Readonly<Config>,
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { port?: number; validateResponses?: boolean; clock?: Clock; hostResolver?: HostResolver; logger?: Logger; observers?: readonly TaskChangeObserver[] } = {},
+  options: { port?: number; validateResponses?: boolean; clock?: Clock; hostResolver?: HostResolver; logger?: Logger; observers?: readonly TaskChangeObserver[]; judge?: TryFlowDeps['judge'] } = {},
 ): Promise<RunningDeskhand> {
-  const { container, gateways, wirings } = composeDeskhand(config, { clock: options.clock, hostResolver: options.hostResolver, logger: options.logger, observers: options.observers });
+  const { container, gateways, wirings } = composeDeskhand(config, { clock: options.clock, hostResolver: options.hostResolver, logger: options.logger, observers: options.observers, judge: options.judge });
   const web = types.includes('web') ? await startWeb(container, { port: options.port, validateResponses: options.validateResponses, gateways }) : null;
   const workers = await startWorkers(container, wirings, types.filter((type): type is WorkerType => type !== 'web'));
   container.logger.info({ types, port: web?.port }, 'deskhand started');

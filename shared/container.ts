@@ -31,7 +31,7 @@ import { RunnerConsole } from './runners/runner-console';
 import { MachinesService } from './machines/machines.service';
 import { StartStateFlow, startStateTasks } from './start-states/start-state-flow';
 import { StartStatesService } from './start-states/start-states.service';
-import { TryFlow, tryTasks } from './test-runs/try-flow';
+import { TryFlow, tryTasks, type TryFlowDeps } from './test-runs/try-flow';
 import { TestRunsService } from './test-runs/test-runs.service';
 import { createEvalModels } from './evals/eval-models';
 import { secretToType, stepToClick } from './evals/customer';
@@ -109,6 +109,8 @@ export function createContainer(
     hostResolver?: HostResolver;
     /** Told of every committed task change after the root's own observers (tests listen here). */
     observers?: readonly TaskChangeObserver[];
+    /** The rubric judge of tries, instead of the configured one (tests inject one). */
+    judge?: TryFlowDeps['judge'];
   } = {},
 ): Container {
   const clock = options.clock ?? systemClock;
@@ -230,7 +232,7 @@ export function createContainer(
     respond: (taskId, orgId, input, by) => loop.respond(taskId, orgId, input, by),
     stopTask: (taskId, orgId, reason) => loop.stop(taskId, orgId, 'operator', reason),
     customer: { answer: (input) => evalModels.customer.answer(input), secretToType, stepToClick },
-    judge: evalModels.judge,
+    judge: options.judge ?? evalModels.judge,
     offlineAfterMs: config.runnerOfflineAfterMs,
   });
   const testRuns = new TestRunsService({ db, agents, scheduleSoon: () => tryFlow!.scheduleSoon(), cancelTries: (runId) => tryFlow!.cancelRun(runId) });

@@ -49,7 +49,7 @@ export const TrySchema = Type.Object({
   key: Nullable(Type.String()),
   attempt: Type.Integer({ description: '1 to the case\'s repeat.' }),
   status: TryStatus,
-  phase: Nullable(Type.Union(['machine', 'setup', 'task', 'check', 'done'].map((s) => Type.Literal(s)))),
+  phase: Nullable(Type.Union(['machine', 'setup', 'task', 'check', 'judge', 'done'].map((s) => Type.Literal(s)))),
   task_id: Nullable(Type.String({ description: 'The task on its machine: follow it, read its recording.' })),
   runner_id: Nullable(Type.String()),
   start_state: Type.Object({ start_state_id: Type.String(), version: Type.Integer() }),

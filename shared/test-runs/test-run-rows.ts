@@ -6,7 +6,7 @@ import type { SimulatedCustomer } from '../evals/customer';
 export type TestRunStatus = 'queued' | 'running' | 'completed' | 'cancelled';
 export type TryStatus = 'queued' | 'running' | 'passed' | 'failed' | 'error' | 'cancelled';
 /** Where a running try is. */
-export type TryPhase = 'machine' | 'setup' | 'task' | 'check' | 'done';
+export type TryPhase = 'machine' | 'setup' | 'task' | 'check' | 'judge' | 'done';
 
 export interface TestRunRow {
   seq: number;

@@ -164,12 +164,8 @@ export class TryFlow {
   async advance(tryId: string): Promise<void> {
     const after: AfterCommit[] = [];
     await this.deps.db.transaction(async (trx) => {
-      const row = await findTry(trx, tryId, true);
-      if (!row || row.status !== 'running') return;
-      const run = (await findRun(trx, null, row.run_id))!;
-      const snapshot = (await runCase(trx, row.run_id, row.position))!.snapshot;
-      const machine = row.machine_id ? await this.deps.machines.get(row.machine_id, trx) : undefined;
-      await this.step(trx, { row, run, snapshot, machine }, after);
+      const at = await runningTryAt(trx, tryId, this.deps.machines);
+      if (at) await this.step(trx, at, after);
     });
     for (const work of after) await work();
   }
@@ -204,6 +200,10 @@ export class TryFlow {
         return this.duringTask(trx, at, machine, after);
       case 'check':
         return this.afterCheck(trx, at, machine, after);
+      case 'judge':
+        // Its judging was cut short (the process went, the judge failed): asked again.
+        after.push(() => this.judge(at.row.id));
+        return;
       default:
     }
   }
@@ -276,23 +276,47 @@ export class TryFlow {
     await this.score(trx, at, task, { exit_code: exitCode, output, ...(run.status === 'failed' ? { error: `${run.error_code}: ${run.error}` } : {}) }, after);
   }
 
-  /** The check's verdict and the judge's: both must pass when the case has both. */
+  /**
+   * The check's verdict and the judge's: both must pass when the case has both. A case with a
+   * rubric goes to phase `judge` with its check recorded; the judge is asked once this
+   * transaction commits (`judge`), holding no transaction and no lock while a model answers.
+   */
   private async score(trx: Knex.Transaction, at: TryAt, task: TaskRow, check: TryRow['check'], after: AfterCommit[]): Promise<void> {
-    let rubric: TryRow['rubric'] = null;
     if (at.snapshot.rubric) {
-      const events = await trx('task_events').where({ task_id: task.id }).orderBy('cursor', 'desc').limit(200).select('type', 'message');
-      rubric = await this.deps.judge.judge({
-        rubric: at.snapshot.rubric,
-        prompt: task.prompt,
-        result: task.result,
-        status: task.status,
-        events: events.reverse(),
-        lastScreenText: task.observation?.text ?? '',
-      });
+      await updateTry(trx, at.row.id, { phase: 'judge', check, steps: task.steps });
+      after.push(() => this.judge(at.row.id));
+      return;
     }
-    const checkPassed = check === null || check.exit_code === 0;
-    const passed = checkPassed && (rubric === null || rubric.passed);
-    await this.end(trx, at, { status: passed ? 'passed' : 'failed', check, rubric, steps: task.steps, error: null }, after);
+    await this.end(trx, at, { status: passed(check, null) ? 'passed' : 'failed', check, rubric: null, steps: task.steps, error: null }, after);
+  }
+
+  /**
+   * Asks the rubric judge about a try in phase `judge` (a vendor model may take seconds: no
+   * transaction is open meanwhile), then ends the try with both verdicts under its row lock,
+   * unless it moved on meanwhile (cancelled, or judged by a call made at the same time). A judge
+   * that fails leaves the phase as it is: the sweep asks again.
+   */
+  private async judge(tryId: string): Promise<void> {
+    const row = await findTry(this.deps.db, tryId);
+    if (row?.status !== 'running' || row.phase !== 'judge' || !row.task_id) return;
+    const snapshot = (await runCase(this.deps.db, row.run_id, row.position))!.snapshot;
+    const task = (await findTaskById(this.deps.db, row.task_id))!;
+    const events = await this.deps.db('task_events').where({ task_id: task.id }).orderBy('cursor', 'desc').limit(200).select('type', 'message');
+    const rubric = await this.deps.judge.judge({
+      rubric: snapshot.rubric!,
+      prompt: task.prompt,
+      result: task.result,
+      status: task.status,
+      events: events.reverse(),
+      lastScreenText: task.observation?.text ?? '',
+    });
+    const after: AfterCommit[] = [];
+    await this.deps.db.transaction(async (trx) => {
+      const at = await runningTryAt(trx, tryId, this.deps.machines);
+      if (at?.row.phase !== 'judge') return;
+      await this.end(trx, at, { status: passed(at.row.check, rubric) ? 'passed' : 'failed', rubric, error: null }, after);
+    });
+    for (const work of after) await work();
   }
 
   /**
@@ -371,6 +395,21 @@ interface TryAt {
   run: TestRunRow;
   snapshot: CaseSnapshot;
   machine: MachineRow | undefined;
+}
+
+/** A running try, locked, with its run, its case's snapshot and its machine; undefined when it is not running. */
+async function runningTryAt(trx: Knex.Transaction, tryId: string, machines: Pick<MachinesService, 'get'>): Promise<TryAt | undefined> {
+  const row = await findTry(trx, tryId, true);
+  if (!row || row.status !== 'running') return undefined;
+  const run = (await findRun(trx, null, row.run_id))!;
+  const snapshot = (await runCase(trx, row.run_id, row.position))!.snapshot;
+  const machine = row.machine_id ? await machines.get(row.machine_id, trx) : undefined;
+  return { row, run, snapshot, machine };
+}
+
+/** A try passes when its check (if any) exited 0 and its judge (if any) passed it. */
+function passed(check: TryRow['check'], rubric: TryRow['rubric']): boolean {
+  return (check === null || check.exit_code === 0) && (rubric === null || rubric.passed);
 }
 
 /**

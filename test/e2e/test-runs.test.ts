@@ -4,6 +4,8 @@ import fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import pg from 'pg';
+import { scriptedJudge, type RubricJudgeInput } from '../../shared/evals';
 import { testEnv } from '../support/environment';
 import { startTestService, waitFor, type TestService } from '../support/service';
 
@@ -16,6 +18,26 @@ import { startTestService, waitFor, type TestService } from '../support/service'
 const bin = path.join(__dirname, '..', '..', 'bin', 'deskhand.js');
 const ENV = { DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_RUNNER_HEARTBEAT_MS: '300', DESKHAND_RUNNER_OFFLINE_AFTER_MS: '1500' };
 const SAVE_NOTE = (text: string) => `open Notes\ntype "${text}"\nkey cmd+s\ndone "Saved ${text}"`;
+
+/**
+ * Whether the running try whose task had `prompt` has its row locked now (a second connection
+ * tries to lock it without waiting), and its phase when it is not.
+ */
+async function tryRowNow(prompt: string): Promise<{ locked: boolean; phase?: string }> {
+  const client = new pg.Client({ connectionString: testEnv().DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query('begin');
+    const { rows } = await client.query("select t.phase from tries t join tasks k on k.id = t.task_id where k.prompt = $1 and t.status = 'running' for update of t nowait", [prompt]);
+    return { locked: false, phase: rows[0]?.phase };
+  } catch (error) {
+    if ((error as { code?: string }).code === '55P03') return { locked: true };
+    throw error;
+  } finally {
+    await client.query('rollback').catch(() => undefined);
+    await client.end();
+  }
+}
 
 interface RunnerProcess {
   child: ChildProcessWithoutNullStreams;
@@ -60,8 +82,17 @@ describe('test runs with reference runners (processes)', function () {
   const batch = async (cases: Array<Record<string, unknown>>, testSetId?: string) => (await ok('POST', '/v1/test_cases/batch', { cases, ...(testSetId ? { test_set_id: testSetId } : {}) })).data as Array<{ test_case_id: string; key: string }>;
   const caseIds = (cases: Array<{ test_case_id: string }>) => cases.map((item) => item.test_case_id);
 
+  /** The scripted judge; for a rubric marked "[probe]" it first looks whether the try's row is locked. */
+  const whileJudged: Array<{ locked: boolean; phase?: string }> = [];
+  const probingJudge = {
+    async judge(input: RubricJudgeInput) {
+      if (input.rubric.includes('[probe]')) whileJudged.push(await tryRowNow(input.prompt));
+      return scriptedJudge.judge(input);
+    },
+  };
+
   before(async () => {
-    service = await startTestService(ENV, ['web', 'worker-agent', 'worker-evals', 'worker-clock']);
+    service = await startTestService(ENV, ['web', 'worker-agent', 'worker-evals', 'worker-clock'], { judge: probingJudge });
     ({ key } = await service.newOrg('Test runs e2e'));
   });
   after(async () => {
@@ -164,6 +195,19 @@ describe('test runs with reference runners (processes)', function () {
       expect(always).to.deep.include({ key: 'always', tries: 3, passed: 3, pass_rate: 1, pass_at_k: 1, pass_hat_k: 1, flaky: false });
       expect(never).to.deep.include({ key: 'never', tries: 3, passed: 0, pass_rate: 0, pass_at_k: 0, pass_hat_k: 0, flaky: false });
       expect((await tries(run.test_run_id)).map((item) => item.attempt).sort()).to.deep.equal([1, 1, 2, 2, 3, 3]);
+    });
+
+    it('asks the judge with no transaction open: the try\'s row is not locked while a (possibly slow) judge reads, and phase reads judge meanwhile', async () => {
+      const prompt = SAVE_NOTE('Probe');
+      const cases = await batch([{ key: 'judged-unlocked', name: 'judged unlocked', prompt, start_state: 'macos-15', success: { check_script: 'grep -q Probe $HOME/Documents/Untitled.txt', rubric: '"Saved Probe" [probe]' } }]);
+      const run = await ok('POST', '/v1/test_runs', { test_case_ids: caseIds(cases) });
+      const ended = await finished(run.test_run_id);
+      expect(ended.summary.tries.passed).to.equal(1);
+      expect(whileJudged).to.deep.equal([{ locked: false, phase: 'judge' }]);
+      const [only] = await tries(run.test_run_id);
+      expect(only).to.deep.include({ status: 'passed', phase: 'done' });
+      expect(only.check.exit_code).to.equal(0);
+      expect(only.rubric.passed).to.equal(true);
     });
 
     it('cancel stops a running try (its task stopped, its machine let go) and skips the queued ones', async () => {

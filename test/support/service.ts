@@ -5,6 +5,7 @@ import type { Clock } from '../../shared/clock';
 import type { HostResolver } from '../../shared/http';
 import type { Logger } from '../../shared/logger';
 import type { TaskChangeObserver } from '../../shared/tasks/task-change';
+import type { TryFlowDeps } from '../../shared/test-runs/try-flow';
 
 export interface TestService {
   running: RunningDeskhand;
@@ -26,7 +27,7 @@ export interface ApiResponse {
 export async function startTestService(
   overrides: Record<string, string> = {},
   types: readonly ProcessType[] = PROCESS_TYPES,
-  options: { clock?: Clock; hostResolver?: HostResolver; logger?: Logger; observers?: readonly TaskChangeObserver[] } = {},
+  options: { clock?: Clock; hostResolver?: HostResolver; logger?: Logger; observers?: readonly TaskChangeObserver[]; judge?: TryFlowDeps['judge'] } = {},
 ): Promise<TestService> {
   const running = await startDeskhand(testConfig(overrides), types, { port: 0, validateResponses: true, ...options });
   const baseUrl = `http://127.0.0.1:${running.web?.port ?? 0}`;

@@ -3280,7 +3280,7 @@ export interface components {
             /** @description 1 to the case's repeat. */
             attempt: number;
             status: "queued" | "running" | "passed" | "failed" | "error" | "cancelled";
-            phase: ("machine" | "setup" | "task" | "check" | "done") | null;
+            phase: ("machine" | "setup" | "task" | "check" | "judge" | "done") | null;
             task_id: string | null;
             runner_id: string | null;
             start_state: {
