@@ -72,6 +72,25 @@ export function listTries<T>(db: Knex, runId: string, page: PageRequest, toObjec
   return paginate<TryRow & Record<string, unknown>, T>(db('tries').where({ run_id: runId }), page, toObject);
 }
 
+/** What a try's step reads of its run. */
+export type RunOfTry = Pick<TestRunRow, 'id' | 'org_id' | 'status' | 'agent'>;
+
+/**
+ * A try locked, with what its step reads of its run and its case's snapshot, in one statement
+ * (one round trip on each step of each try).
+ */
+export async function findTryWithRun(db: Knex.Transaction, id: string): Promise<{ row: TryRow; run: RunOfTry; snapshot: RunCaseRow['snapshot'] } | undefined> {
+  const found = await db('tries as t')
+    .join('test_runs as r', 'r.id', 't.run_id')
+    .join('test_run_cases as c', (join) => join.on('c.run_id', '=', 't.run_id').andOn('c.position', '=', 't.position'))
+    .where('t.id', id)
+    .forUpdate('t')
+    .first('t.*', 'r.org_id as run_org_id', 'r.status as run_status', 'r.agent as run_agent', 'c.snapshot as case_snapshot');
+  if (!found) return undefined;
+  const { run_org_id: orgId, run_status: status, run_agent: agent, case_snapshot: snapshot, ...row } = found;
+  return { row: row as TryRow, run: { id: row.run_id, org_id: orgId, status, agent }, snapshot };
+}
+
 export async function findTry(db: Db, id: string, lock = false): Promise<TryRow | undefined> {
   const query = db<TryRow>('tries').where({ id }).first();
   return lock ? query.forUpdate() : query;

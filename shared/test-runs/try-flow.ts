@@ -13,8 +13,8 @@ import { findTaskById } from '../tasks/tasks.repository';
 import type { MachinesService } from '../machines/machines.service';
 import type { MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
-import type { CaseSnapshot, CustomerSpec, TestRunRow, TryRow } from './test-run-rows';
-import { findRun, findTry, freeSlotsFor, hasOpenTries, runsWithoutOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
+import type { CaseSnapshot, CustomerSpec, TryRow } from './test-run-rows';
+import { findRun, findTry, findTryWithRun, freeSlotsFor, type RunOfTry, hasOpenTries, runsWithoutOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
 
 /** What the simulated customer does (shared/evals/customer.ts). */
 export interface CustomerBehaviour {
@@ -133,7 +133,7 @@ export class TryFlow {
   }
 
   /** A fresh machine for the try (its first, or after an infrastructure failure). */
-  private async startOnMachine(trx: Knex.Transaction, run: TestRunRow, row: TryRow, snapshot: CaseSnapshot): Promise<string> {
+  private async startOnMachine(trx: Knex.Transaction, run: RunOfTry, row: TryRow, snapshot: CaseSnapshot): Promise<string> {
     const machine = await this.deps.machines.request(trx, {
       orgId: run.org_id,
       owner: { kind: 'try', id: row.id },
@@ -392,19 +392,17 @@ export class TryFlow {
 
 interface TryAt {
   row: TryRow;
-  run: TestRunRow;
+  run: RunOfTry;
   snapshot: CaseSnapshot;
   machine: MachineRow | undefined;
 }
 
 /** A running try, locked, with its run, its case's snapshot and its machine; undefined when it is not running. */
 async function runningTryAt(trx: Knex.Transaction, tryId: string, machines: Pick<MachinesService, 'get'>): Promise<TryAt | undefined> {
-  const row = await findTry(trx, tryId, true);
-  if (!row || row.status !== 'running') return undefined;
-  const run = (await findRun(trx, null, row.run_id))!;
-  const snapshot = (await runCase(trx, row.run_id, row.position))!.snapshot;
-  const machine = row.machine_id ? await machines.get(row.machine_id, trx) : undefined;
-  return { row, run, snapshot, machine };
+  const found = await findTryWithRun(trx, tryId);
+  if (found?.row.status !== 'running') return undefined;
+  const machine = found.row.machine_id ? await machines.get(found.row.machine_id, trx) : undefined;
+  return { ...found, machine };
 }
 
 /** A try passes when its check (if any) exited 0 and its judge (if any) passed it. */
