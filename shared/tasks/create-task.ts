@@ -73,6 +73,12 @@ export interface CreatedTask {
 const UNIQUE_VIOLATION = '23505';
 
 /**
+ * The computer has a task already, seen before the plan's limits are asked (`writeTask`): it is
+ * answered as the unique index's refusal is (the same request's task, or 409 `task_running`).
+ */
+class ComputerBusy extends Error {}
+
+/**
  * Creates a task in a transaction of its own and queues its first step once that commits.
  * Throws 404 for an expired session, 409 `not_connected` when no computer is connected, 503
  * `model_unavailable` when the agent's model cannot run here, 400 for limits out of range, and
@@ -94,7 +100,7 @@ export async function createTask(deps: CreateTaskDeps, input: CreateTaskInput): 
       const earlier = await findTaskByRequestId(deps.db, input.session.org_id, input.request_id);
       if (earlier) return { row: await earlierTaskOrConflict(deps.db, input), created: false };
     }
-    if (!isUniqueViolation(error)) throw error;
+    if (!hasTaskAlready(error)) throw error;
     return { row: await earlierTaskOrConflict(deps.db, input), created: false };
   }
 }
@@ -114,7 +120,7 @@ export async function createTaskInTransaction(
     const row = await trx.transaction((savepoint) => writeTask(savepoint, task, input, input.session.kind !== 'machine' ? deps.billing : null));
     return { row, created: true, afterCommit: () => deps.enqueueFirstStep(row.id) };
   } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
+    if (!hasTaskAlready(error)) throw error;
     return { row: await earlierTaskOrConflict(trx, input), created: false, afterCommit: async () => undefined };
   }
 }
@@ -185,7 +191,7 @@ async function writeTask(trx: Knex.Transaction, task: Partial<TaskRow>, input: C
   if (billing) {
     // A computer that already has a task is 409 task_running (or the same request's task), as
     // the unique index would answer, before the plan's limits are asked.
-    if (await findActiveTask(trx, input.session.code)) throw Object.assign(new Error('the session has an active task'), { code: UNIQUE_VIOLATION });
+    if (await findActiveTask(trx, input.session.code)) throw new ComputerBusy('the session has an active task');
     // Under the org's account lock: the org's starts count its running tasks one after another.
     await billing.admitStart(trx, input.session.org_id);
   }
@@ -234,6 +240,7 @@ function isRefusedByPlan(error: unknown): boolean {
   return error instanceof ApiError && (error.status === 402 || error.code === 'concurrency_limit');
 }
 
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string }).code === UNIQUE_VIOLATION;
+/** The task could not be written because the computer, or the same `request_id`, has one already. */
+function hasTaskAlready(error: unknown): boolean {
+  return error instanceof ComputerBusy || (error as { code?: string }).code === UNIQUE_VIOLATION;
 }
