@@ -74,12 +74,18 @@ export async function lockOwners(trx: Knex.Transaction, orgId: string): Promise<
   return rows.map((row) => row.user_id);
 }
 
-export function listMembers(db: Knex, orgId: string): Promise<MemberRow[]> {
-  return db('memberships as m')
+const memberRows = (db: Knex, orgId: string) =>
+  db('memberships as m')
     .join('users as u', 'u.id', 'm.user_id')
     .where('m.org_id', orgId)
-    .select('u.id as user_id', 'u.email', 'm.role', db.raw('u.password_hash is not null as has_password'), 'm.created_at')
-    .orderBy('m.created_at', 'asc');
+    .select('u.id as user_id', 'u.email', 'm.role', db.raw('u.password_hash is not null as has_password'), 'm.created_at');
+
+export function listMembers(db: Knex, orgId: string): Promise<MemberRow[]> {
+  return memberRows(db, orgId).orderBy('m.created_at', 'asc');
+}
+
+export function findMember(db: Knex, orgId: string, userId: string): Promise<MemberRow | undefined> {
+  return memberRows(db, orgId).andWhere('m.user_id', userId).first();
 }
 
 export async function insertConsoleSession(

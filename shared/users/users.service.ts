@@ -164,8 +164,7 @@ export class UsersService {
       await repo.updateMembershipRole(trx, caller.orgId, userId, role);
       await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'member.role_changed', objectType: 'user', objectId: userId, data: { from: current.role, to: role }, requestId });
     });
-    const member = (await this.members(caller.orgId)).find((m) => m.user_id === userId);
-    return member!;
+    return toMember((await repo.findMember(this.deps.db, caller.orgId, userId))!);
   }
 
   /** Removes a member from the org and ends their console sessions in it. */
