@@ -1,6 +1,5 @@
-import { loadConfig } from '../shared/config';
 import { createContainer } from '../shared/container';
-import { migrateLatest } from '../shared/db/knex';
+import { benchWorld } from './support/bench-world';
 import { benchServers, cpuProfileFlags, procfileNodeFlags, type ReadyServer } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 
@@ -27,11 +26,7 @@ interface Round {
 }
 
 export async function run(): Promise<void> {
-  const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/deskhand_bench';
-  const prefix = `bench-starts-${Date.now()}`;
-  const env = { DATABASE_URL: databaseUrl, DESKHAND_REDIS_PREFIX: prefix, DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_RATE_LIMIT_PER_HOUR: '10000000', DESKHAND_SESSIONS_PER_HOUR: '10000000' };
-  const config = loadConfig({ ...process.env, ...env });
-  await migrateLatest(databaseUrl);
+  const { prefix, env, config } = await benchWorld('starts');
   const servers = benchServers();
   const container = createContainer(config);
   try {

@@ -1,10 +1,10 @@
 import { Queue, Worker } from 'bullmq';
-import { loadConfig } from '../shared/config';
 import { createContainer } from '../shared/container';
-import { createKnex, migrateLatest } from '../shared/db/knex';
+import { createKnex } from '../shared/db/knex';
 import { createRedis } from '../shared/redis';
 import { benchServers, cpuProfileFlags, processCpuMs, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
+import { benchWorld } from './support/bench-world';
 
 /**
  * `npm run bench -- steps`: the service's own overhead per agent step, with a model and a
@@ -61,11 +61,7 @@ async function baseline(redisUrl: string, prefix: string, chains: number): Promi
 const cpuSeconds = (pid: number) => (processCpuMs(pid)?.ms ?? 0) / 1000;
 
 export async function run(): Promise<void> {
-  const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/deskhand_bench';
-  const prefix = `bench-steps-${Date.now()}`;
-  const env = { DATABASE_URL: databaseUrl, DESKHAND_REDIS_PREFIX: prefix, DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_RATE_LIMIT_PER_HOUR: '10000000', DESKHAND_SESSIONS_PER_HOUR: '10000000' };
-  const config = loadConfig({ ...process.env, ...env });
-  await migrateLatest(databaseUrl);
+  const { databaseUrl, prefix, env, config } = await benchWorld('steps');
   const db = createKnex(databaseUrl, { min: 0, max: 2 });
 
   const servers = benchServers();
