@@ -94,8 +94,13 @@ export async function findAccount(db: Knex | Knex.Transaction, orgId: string): P
  * and every task start of the org takes this lock, so they happen one after another.
  */
 export async function lockAccount(trx: Knex.Transaction, orgId: string, defaultPlanId = 'free'): Promise<AccountRow> {
-  await ensureAccount(trx, orgId, defaultPlanId);
-  const row = account(await trx('billing_accounts').where({ org_id: orgId }).forUpdate().first());
+  const locked = async () => account(await trx('billing_accounts').where({ org_id: orgId }).forUpdate().first());
+  // One statement when the account exists (every time but the org's first).
+  let row = await locked();
+  if (!row) {
+    await ensureAccount(trx, orgId, defaultPlanId);
+    row = await locked();
+  }
   if (!row) throw new Error(`no billing account for ${orgId}`);
   return row;
 }
@@ -150,28 +155,48 @@ export function monthStart(now: Date): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
 }
 
+/** The ledger's free minutes of the org since `since`. */
+const freeMinutesOf = (db: Knex | Knex.Transaction, orgId: string, since: Date) => db('billing_ledger').where({ org_id: orgId, free: true }).whereNotNull('minute').where('created_at', '>=', since);
+
+/** The ledger's auto top-ups of the org since `since`. */
+const autoTopUpsOf = (db: Knex | Knex.Transaction, orgId: string, since: Date) => db('billing_ledger').where({ org_id: orgId, kind: 'auto_top_up' }).where('created_at', '>=', since);
+
+/** The org's tasks that hold a slot of the plan: queued or running, on people's computers. */
+const activeTasksOf = (db: Knex | Knex.Transaction, orgId: string) =>
+  db('tasks as t').join('sessions as s', 's.code', 't.session_id').where('t.org_id', orgId).whereIn('t.status', ['queued', 'running']).whereNot('s.kind', 'machine');
+
 /** Free minutes the org has used since `since`. */
 export async function freeMinutesUsed(db: Knex | Knex.Transaction, orgId: string, since: Date): Promise<number> {
-  const row = await db('billing_ledger').where({ org_id: orgId, free: true }).whereNotNull('minute').where('created_at', '>=', since).count<{ count: string }[]>('* as count').first();
+  const row = await freeMinutesOf(db, orgId, since).count<{ count: string }[]>('* as count').first();
   return Number(row?.count ?? 0);
 }
 
 /** Cents of auto top-ups credited since `since` (the monthly limit counts them). */
 export async function autoTopUpsSince(db: Knex | Knex.Transaction, orgId: string, since: Date): Promise<{ cents: number; count: number }> {
-  const row = await db('billing_ledger').where({ org_id: orgId, kind: 'auto_top_up' }).where('created_at', '>=', since).select(db.raw('coalesce(sum(amount_cents), 0) as cents'), db.raw('count(*) as count')).first();
+  const row = await autoTopUpsOf(db, orgId, since).select(db.raw('coalesce(sum(amount_cents), 0) as cents'), db.raw('count(*) as count')).first();
   return { cents: Number(row?.cents ?? 0), count: Number(row?.count ?? 0) };
 }
 
 /** How many of the org's tasks hold a slot of the plan (queued or running), on people's computers. */
 export async function countActiveTasks(trx: Knex | Knex.Transaction, orgId: string): Promise<number> {
-  const row = await trx('tasks as t')
-    .join('sessions as s', 's.code', 't.session_id')
-    .where('t.org_id', orgId)
-    .whereIn('t.status', ['queued', 'running'])
-    .whereNot('s.kind', 'machine')
-    .count<{ count: string }[]>('* as count')
-    .first();
+  const row = await activeTasksOf(trx, orgId).count<{ count: string }[]>('* as count').first();
   return Number(row?.count ?? 0);
+}
+
+/**
+ * What a start is admitted on, in one statement (a start holds the org's account lock while it
+ * reads them): the org's tasks holding a slot of the plan, its free minutes used and the cents of
+ * its auto top-ups since `since`.
+ */
+export async function startFacts(trx: Knex.Transaction, orgId: string, since: Date): Promise<{ activeTasks: number; freeMinutesUsed: number; autoTopUpCents: number }> {
+  const row = (await trx
+    .select({
+      active: activeTasksOf(trx, orgId).count('*'),
+      free_used: freeMinutesOf(trx, orgId, since).count('*'),
+      auto_cents: autoTopUpsOf(trx, orgId, since).select(trx.raw('coalesce(sum(amount_cents), 0)')),
+    })
+    .first()) as { active: string; free_used: string; auto_cents: string };
+  return { activeTasks: Number(row.active), freeMinutesUsed: Number(row.free_used), autoTopUpCents: Number(row.auto_cents) };
 }
 
 /** The highest minute already charged of a task (0: none). */

@@ -9,6 +9,7 @@ import {
   appendLedger,
   autoTopUpsSince,
   countActiveTasks,
+  startFacts,
   ensureAccount,
   findAccount,
   findAccountByCustomer,
@@ -385,12 +386,12 @@ export class BillingService {
   async admitStart(trx: Knex.Transaction, orgId: string): Promise<void> {
     const account = await lockAccount(trx, orgId, this.deps.defaultPlanId);
     const plan = (await findPlan(trx, account.plan_id))!;
-    const refusedForConcurrency = concurrencyRefusal(plan, await countActiveTasks(trx, orgId));
-    if (refusedForConcurrency) throw refusedForConcurrency;
     const now = this.deps.clock.now();
-    const month = monthStart(now);
-    const [freeUsed, autoTopUps] = await Promise.all([freeMinutesUsed(trx, orgId, month), autoTopUpsSince(trx, orgId, month)]);
-    const refused = startRefusal({ plan, account, freeMinutesUsed: freeUsed, autoTopUpsThisMonthCents: autoTopUps.cents, now });
+    // Three round trips in the lock: each start of the org waits for the one before to commit.
+    const facts = await startFacts(trx, orgId, monthStart(now));
+    const refusedForConcurrency = concurrencyRefusal(plan, facts.activeTasks);
+    if (refusedForConcurrency) throw refusedForConcurrency;
+    const refused = startRefusal({ plan, account, freeMinutesUsed: facts.freeMinutesUsed, autoTopUpsThisMonthCents: facts.autoTopUpCents, now });
     if (refused) throw refused;
   }
 
