@@ -62,7 +62,8 @@ type AfterCommit = () => Promise<unknown>;
  * first); each try then gets a fresh machine from its fixed disk, runs the setup script, runs
  * the agent's task on the machine with the simulated customer at it and the operator's policy,
  * runs the check script and asks the judge, and lets the machine go. Every step is taken by
- * `advance` under the try's row lock, from what PostgreSQL records, in worker-evals.
+ * `advance` under the try's row lock, from what PostgreSQL records, in worker-evals; only the
+ * judge is asked with no transaction open (`judge`), its verdict then recorded under the lock.
  */
 export class TryFlow {
   constructor(private readonly deps: TryFlowDeps) {}
