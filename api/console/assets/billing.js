@@ -3,7 +3,7 @@
 // one-off top-up (admins), and the top-ups list. Refusals show the API's own message in place.
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
-  const { api, el, when, say } = window.deskhand;
+  const { api, el, when, say, show, wideRow } = window.deskhand;
   const pageStatus = document.getElementById('billing-status');
   const plansBody = document.getElementById('plans-body');
   const paymentsBody = document.getElementById('payments-body');
@@ -24,11 +24,6 @@ document.addEventListener('DOMContentLoaded', () => {
   const setText = (id, text) => {
     document.getElementById(id).textContent = text;
   };
-
-  function show(node, text, bad) {
-    node.textContent = text;
-    node.classList.toggle('error', Boolean(bad));
-  }
 
   function showPlan(plan) {
     currentPlanId = plan.plan_id;
@@ -114,10 +109,6 @@ document.addEventListener('DOMContentLoaded', () => {
         scales: { x: { title: { display: true, text: 'Day of the month' } }, y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: 'Minutes' } } },
       },
     });
-  }
-
-  function wideRow(columns, text) {
-    return el('tr', {}, el('td', { colspan: columns, class: 'note' }, text));
   }
 
   async function loadUsage() {

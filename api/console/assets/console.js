@@ -49,13 +49,22 @@
     return iso ? new Date(iso).toLocaleString() : '';
   }
 
+  /** Shows `text` in a status element (role=status), as an error when `bad`. */
+  function show(node, text, bad) {
+    node.textContent = text;
+    node.classList.toggle('error', Boolean(bad));
+  }
+
   /** Shows `text` in a form's status line (`.form-status`), as an error when `bad`. */
   function say(form, text, bad) {
     const status = form.querySelector('.form-status');
-    if (!status) return;
-    status.textContent = text;
-    status.classList.toggle('error', Boolean(bad));
+    if (status) show(status, text, bad);
   }
 
-  window.deskhand = { api, el, pageData, when, say, ApiError };
+  /** A table row with one cell spanning `columns`, for "nothing here" and the like. */
+  function wideRow(columns, text) {
+    return el('tr', {}, el('td', { colspan: columns, class: 'note' }, text));
+  }
+
+  window.deskhand = { api, el, pageData, when, say, show, wideRow, ApiError };
 })();

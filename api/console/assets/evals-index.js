@@ -2,7 +2,7 @@
 // picking two to compare, and the org's test sets and cases.
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
-  const { api, el, when, say } = window.deskhand;
+  const { api, el, when, say, wideRow } = window.deskhand;
   const { rate, runTime, triesDone, meanOf, badge, isActive, agentText, poll } = window.deskhandEvals;
 
   const startForm = document.getElementById('start-form');
@@ -87,7 +87,7 @@ document.addEventListener('DOMContentLoaded', () => {
 
   function drawRuns() {
     runsBody.replaceChildren(...runs.map(runRow));
-    if (!runs.length) runsBody.append(el('tr', {}, el('td', { colspan: 12, class: 'note' }, 'No test runs yet' + (filterAgent.value || filterSet.value ? ' with these filters.' : '.'))));
+    if (!runs.length) runsBody.append(wideRow(12, 'No test runs yet' + (filterAgent.value || filterSet.value ? ' with these filters.' : '.')));
     runsMore.hidden = !runsCursor;
   }
 
@@ -189,7 +189,7 @@ document.addEventListener('DOMContentLoaded', () => {
       const page = await api('GET', path + '?limit=20' + (next && cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
       if (!next) body.replaceChildren();
       body.append(...page.data.map(row));
-      if (!body.children.length) body.append(el('tr', {}, el('td', { colspan: 6, class: 'note' }, empty)));
+      if (!body.children.length) body.append(wideRow(6, empty));
       cursor = page.has_more ? page.next_cursor : null;
       more.hidden = !cursor;
     }

@@ -2,7 +2,7 @@
 // replay), read again every few seconds while the run is queued or running.
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
-  const { api, el, pageData } = window.deskhand;
+  const { api, el, pageData, wideRow } = window.deskhand;
   const { rate, duration, runTime, triesDone, badge, isActive, poll } = window.deskhandEvals;
 
   let run = pageData().run;
@@ -121,7 +121,7 @@ document.addEventListener('DOMContentLoaded', () => {
       return row;
     });
     if (!sameOrder) body.replaceChildren(...fresh);
-    if (!tries.length) body.append(el('tr', {}, el('td', { colspan: 8, class: 'note' }, 'No tries.')));
+    if (!tries.length) body.append(wideRow(8, 'No tries.'));
     moreButton.hidden = !cursor;
   }
 

@@ -2,13 +2,7 @@
 // an audit-log actor reads. Loaded after console.js and before each settings page's own script.
 'use strict';
 (function () {
-  const { el } = window.deskhand;
-
-  /** Shows `text` in a status element (role=status), as an error when `bad`. */
-  function show(node, text, bad) {
-    node.textContent = text;
-    node.classList.toggle('error', Boolean(bad));
-  }
+  const { el, show, wideRow } = window.deskhand;
 
   /** A status line for one row's actions, read out when it changes. */
   function rowStatus() {
@@ -71,11 +65,6 @@
     if (!actor) return 'Deskhand itself (the service or its CLI)';
     if (actor.type === 'user') return actor.email || 'a person';
     return 'API key ' + (actor.name || actor.key_id) + (actor.prefix ? ' (' + actor.prefix + '…)' : '');
-  }
-
-  /** A table row with one cell spanning `columns`, for "nothing here" and the like. */
-  function wideRow(columns, text) {
-    return el('tr', {}, el('td', { colspan: columns, class: 'note' }, text));
   }
 
   window.settings = { show, rowStatus, button, askFirst, copyButton, actorText, wideRow };

@@ -5,7 +5,7 @@
 // stops it (POST .../stop).
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
-  const { api, el, pageData, when } = window.deskhand;
+  const { api, el, pageData, when, show: tell } = window.deskhand;
   const WAIT_MS = 25000;
   const RETRY_MS = 5000;
   let task = pageData().task;
@@ -52,11 +52,6 @@ document.addEventListener('DOMContentLoaded', () => {
   const pendingStatus = el('p', { class: 'form-status', id: 'pending-status', role: 'status', 'aria-live': 'polite' });
   pendingBox.after(pendingStatus);
   let pendingId = null;
-
-  function tell(node, text, bad) {
-    node.textContent = text;
-    node.classList.toggle('error', Boolean(bad));
-  }
 
   async function respond(form, body) {
     for (const control of form.querySelectorAll('button, input, textarea')) control.disabled = true;

@@ -3,7 +3,7 @@
 // the page is shown, and a button that calls the API and shows its answer next to itself.
 'use strict';
 (function () {
-  const { el } = window.deskhand;
+  const { el, wideRow } = window.deskhand;
 
   function badge(status) {
     return el('span', { class: `badge ${status}` }, status);
@@ -32,7 +32,7 @@
       return;
     }
     tbody.replaceChildren(...items.map(make));
-    if (items.length === 0) tbody.append(el('tr', null, el('td', { colspan: columns, class: 'note' }, empty)));
+    if (items.length === 0) tbody.append(wideRow(columns, empty));
   }
 
   /** Calls `load` every `ms` while the page is shown. */
