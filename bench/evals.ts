@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createKnex, migrateLatest } from '../shared/db/knex';
 import { loadConfig } from '../shared/config';
 import { LIVE_MACHINE_STATUSES } from '../shared/machines/machine-rows';
-import { benchServers, cpuProfileFlags, databaseBackendsCpuMs, processCpuMs, PROJECT_ROOT, procfileNodeFlags, type ReadyServer } from './support/processes';
+import { benchServers, cpuProfileFlags, databaseBackendsCpuMs, processCpuMs, PROJECT_ROOT, procfileNodeFlags, type ReadyServer, yieldCoresToService } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
 import { WatchedRunner } from './support/watched-runner';
 import { WatchedDesktops } from './support/desktops';
@@ -19,7 +19,10 @@ import { watchQueueHops } from './support/queue-hops';
  * runs on the machine → the try is scored and ends → its machine is destroyed, which frees the
  * slot for the next queued try. Processes as in production: web, worker-agent, worker-evals and
  * worker-clock each in its own; BENCH_RUNNERS reference runners (4 slots each) in the bench's
- * process.
+ * process, which then lowers its own priority (BENCH_NICE, default 19; 0 leaves it): in
+ * production the machines run on their runners' hardware, not on the service's cores, and here
+ * their screens (a 1440×900 PNG encoded per action) would otherwise hold a core the service's
+ * hops wait for. The baseline's desktops live in the same process, at the same priority.
  *
  * Baseline in the same run: the same number of tasks with the same prompt on reference desktop
  * clients (as many as the runners have slots, each starting its next task when the last ended),
@@ -36,6 +39,7 @@ const REPEAT = Number(process.env.BENCH_REPEAT ?? 10);
 const RUNNERS = Number(process.env.BENCH_RUNNERS ?? 4);
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 4);
 const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 16);
+const NICE = Number(process.env.BENCH_NICE ?? 19);
 const SAMPLE_MS = 100;
 const PROMPT = 'open Notes\ntype "x"\nkey cmd+s\ndone "ok"';
 const CHECK = 'grep -q x $HOME/Documents/Untitled.txt';
@@ -84,9 +88,15 @@ export async function run(): Promise<void> {
   const runners: WatchedRunner[] = [];
   const desktops = new WatchedDesktops();
   try {
-    const start = (type: string, extra: Record<string, string> = {}) => servers.start('deskhand-types.ts', { ...env, ...extra, BENCH_TYPES: type }, [...procfileNodeFlags(type), ...cpuProfileFlags()]);
+    // BENCH_SQL_LOG=DIR: every statement of each process type, timed, in DIR/TYPE.sql.
+    const sqlLog = process.env.BENCH_SQL_LOG;
+    const start = (type: string, extra: Record<string, string> = {}) =>
+      servers.start(sqlLog ? 'deskhand-types-sql-log.ts' : 'deskhand-types.ts', { ...env, ...extra, BENCH_TYPES: type, ...(sqlLog ? { BENCH_SQL_LOG: path.join(sqlLog, `${type}.sql`) } : {}) }, [...procfileNodeFlags(type), ...cpuProfileFlags()]);
     const web = await start('web', { BENCH_ORG: 'bench evals' });
     const [agent, evals, clock] = await Promise.all([start('worker-agent'), start('worker-evals'), start('worker-clock')]);
+    // The service's processes are started; the machines and desktops this process holds yield
+    // them the cores (yieldCoresToService), as machines on their own hardware would.
+    const nice = yieldCoresToService(NICE);
     const cores = coresUsed({ web, 'worker-agent': agent, 'worker-evals': evals, 'worker-clock': clock }, new URL(databaseUrl).pathname.slice(1));
     const baseUrl = `http://127.0.0.1:${web.message.port as number}`;
     const headers = { authorization: `Bearer ${web.message.key as string}`, 'content-type': 'application/json' };
@@ -173,7 +183,7 @@ export async function run(): Promise<void> {
     trace('done; reading figures');
 
     const lines = [
-      `evals: instant machines (--boot-ms 0) and the scripted agent; web, worker-agent, worker-evals and worker-clock in separate processes; ${RUNNERS} reference runners × ${SLOTS} slots and ${slots} desktops in the bench's process; ${tries} tries (${CASES} cases × repeat ${REPEAT}) and ${tries} tasks, after ${WARM_UP} of each to warm up`,
+      `evals: instant machines (--boot-ms 0) and the scripted agent; web, worker-agent, worker-evals and worker-clock in separate processes; ${RUNNERS} reference runners × ${SLOTS} slots and ${slots} desktops in the bench's process (nice ${nice ?? 'unchanged'}); ${tries} tries (${CASES} cases × repeat ${REPEAT}) and ${tries} tasks, after ${WARM_UP} of each to warm up`,
       ...(await throughput(db, taskIds, runId)),
       await runStatus(db, [warmUpRun, runId]),
       ...(await hops(db, runId)),

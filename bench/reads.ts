@@ -14,7 +14,10 @@ import { dropRedisPrefix } from './support/redis-prefix';
  * Procfile's web flags, as `npm start` runs it. The org is seeded through the API with real
  * processes (a worker-agent and instant computers, as in the steps bench): agents with versions,
  * sessions, completed tasks with their events; then the worker and computers stop, and only
- * the web process and the bare server share the machine with autocannon.
+ * the web process and the bare server share the machine with autocannon. Each list's first page
+ * is also measured beside the same Koa answering that page's very object (stringified per
+ * request, as the service does): the floor of an answer of that size on this machine, with no
+ * key, no database and no mapping.
  */
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -118,6 +121,10 @@ export async function run(): Promise<void> {
   try {
     const bareChild = await servers.start('bare-koa.ts', {}, procfileNodeFlags('web'));
     const bare: Server = { child: bareChild.child, baseUrl: `http://127.0.0.1:${bareChild.message.port as number}` };
+    // The same Koa answering, for each list read, that read's own answer (its bytes, stringified
+    // per request): what an answer of that size costs with no database, no key and no mapping.
+    const sameBytesChild = await servers.start('bare-koa.ts', {}, procfileNodeFlags('web'));
+    const sameBytes: Server = { child: sameBytesChild.child, baseUrl: `http://127.0.0.1:${sameBytesChild.message.port as number}` };
     // Only the web process is profiled (BENCH_PROFILE_DIR): the reads are its work.
     const webChild = await servers.start('deskhand-types.ts', { ...env, BENCH_TYPES: 'web' }, [...procfileNodeFlags('web'), ...cpuProfileFlags()]);
     const web: Server = { child: webChild.child, baseUrl: `http://127.0.0.1:${webChild.message.port as number}` };
@@ -230,16 +237,34 @@ export async function run(): Promise<void> {
     const row = (name: string, m: Round, extra?: { ratio: number; queries: number }) =>
       `${name.padEnd(36)} ${m.rps.toFixed(0).padStart(7)} req/s   p50 ${String(m.p50).padStart(3)} ms   p99 ${String(m.p99).padStart(3)} ms   CPU ${m.cpuMicros.toFixed(0).padStart(4)} µs/req   PostgreSQL ${m.sqlCpuMicros.toFixed(0).padStart(4)} µs/req   ${m.bytes.toFixed(0).padStart(5)} B/resp` +
       (extra === undefined ? '' : `   SQL/req ${extra.queries.toFixed(1)}   ratio ${extra.ratio.toFixed(2)}x`);
+    /** Sets the answer of the same-bytes Koa to the read's own (its first path's). */
+    const answerLike = async (path: string) => {
+      const body = await api('GET', path);
+      const set = new Promise((resolve) => sameBytes.child.once('message', resolve));
+      sameBytes.child.send({ type: 'answer', body });
+      await set;
+    };
     const bareRounds: Round[] = [];
     for (const [name, paths] of measured) {
       process.stderr.write(`reads: ${name}\n`);
       const queries = await queriesPerRequest(paths);
       await round(web, paths, 1, true); // warm-up of this route's code
-      const rounds: Array<{ bare: Round; web: Round }> = [];
-      for (let i = 0; i < ROUNDS; i++) rounds.push({ bare: await round(bare, ['/'], ROUND_SECONDS, false), web: await round(web, paths, ROUND_SECONDS, true) });
+      // A list's first page (kilobytes) is also measured beside Koa answering its very bytes.
+      const list = paths.length === 1 && paths[0] !== '/v1/me' && paths[0] !== '/v1/webhook';
+      if (list) await answerLike(paths[0]!);
+      const rounds: Array<{ bare: Round; web: Round; same?: Round }> = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        rounds.push({ bare: await round(bare, ['/'], ROUND_SECONDS, false), web: await round(web, paths, ROUND_SECONDS, true), ...(list ? { same: await round(sameBytes, ['/'], ROUND_SECONDS, false) } : {}) });
+      }
       bareRounds.push(...rounds.map((r) => r.bare));
       const ratio = median(rounds.map((r) => r.web.rps / r.bare.rps));
       lines.push(row(name, summary(rounds.map((r) => r.web)), { ratio, queries }));
+      if (list) {
+        const same = summary(rounds.map((r) => r.same!));
+        const sameRatio = median(rounds.map((r) => r.same!.rps / r.bare.rps));
+        const ofSame = median(rounds.map((r) => r.web.rps / r.same!.rps));
+        lines.push(`  Koa answering the same bytes ${same.rps.toFixed(0).padStart(7)} req/s   CPU ${same.cpuMicros.toFixed(0).padStart(4)} µs/req   ${same.bytes.toFixed(0).padStart(5)} B/resp   ratio ${sameRatio.toFixed(2)}x of hello-world; the read is ${ofSame.toFixed(2)}x of it`);
+      }
     }
 
     // A fixed rate: latency when the process is not saturated.

@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 /**
@@ -122,6 +123,23 @@ export function processCpuMs(pid: number | string): { name: string; ms: number }
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * CPU_TICK_MS };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Lowers the priority of every thread of this process to `nice` (Linux: a priority is a
+ * thread's, so each of /proc/self/task is set; threads started later, such as libuv's pool
+ * that encodes the simulated screens, take their creator's). For benches whose own process holds
+ * the simulated machines or desktops: in production those run on their own hardware, not on the
+ * service's cores, so here they get a core only when the service's processes (started before,
+ * at normal priority) leave one. Returns the value set, or null where it could not be set.
+ */
+export function yieldCoresToService(nice: number): number | null {
+  try {
+    for (const tid of fs.readdirSync('/proc/self/task')) os.setPriority(Number(tid), nice);
+    return nice;
   } catch {
     return null;
   }

@@ -81,27 +81,39 @@ export class TryFlow {
     return queueTryAdvance(this.deps.queues, tryId, why);
   }
 
-  /** Starts queued tries while runners have room, fairly across orgs and runs. Returns how many started. */
+  /**
+   * Starts queued tries while runners have room, fairly across orgs and runs. Each started try's
+   * machine is placed while the next try starts (a run's first tries start one after another, and
+   * its slots fill in half the time). Returns how many started.
+   */
   async schedule(): Promise<number> {
     let started = 0;
-    for (;;) {
-      let startedThisPass = 0;
-      for (const run of await runsWaitingFairly(this.deps.db, 100)) {
-        if (await this.startNext(run.id)) startedThisPass += 1;
+    const placing: Array<Promise<void>> = [];
+    try {
+      for (;;) {
+        let startedThisPass = 0;
+        for (const run of await runsWaitingFairly(this.deps.db, 100)) {
+          const machineId = await this.deps.db.transaction((trx) => this.startNextIn(trx, run.id));
+          if (!machineId) continue;
+          startedThisPass += 1;
+          placing.push(this.placeStarted(machineId));
+        }
+        started += startedThisPass;
+        if (!startedThisPass) return started;
       }
-      started += startedThisPass;
-      if (!startedThisPass) return started;
+    } finally {
+      await Promise.all(placing);
     }
   }
 
-  /** Starts the run's next queued try when a runner has a free slot for its machine. */
-  private async startNext(runId: string): Promise<boolean> {
-    const placed = await this.deps.db.transaction((trx) => this.startNextIn(trx, runId));
-    if (!placed) return false;
-    // The slot counted free is taken now, in this job: no second hop through the queue (the
-    // placement pass takes it should another request have won the slot meanwhile).
-    if (!(await this.deps.machines.place(placed))) await this.deps.machines.placeSoon();
-    return true;
+  /**
+   * A started try's machine takes the slot counted free for it, in this job: no second hop
+   * through the queue (the placement pass takes it should another request have won the slot
+   * meanwhile). A machine not yet placed counts as waiting, so the tries started meanwhile never
+   * count its slot twice.
+   */
+  private async placeStarted(machineId: string): Promise<void> {
+    if (!(await this.deps.machines.place(machineId))) await this.deps.machines.placeSoon();
   }
 
   /** `startNext` in the caller's transaction: the id of the machine requested for the try, to place once it commits; null when none started. */
@@ -131,6 +143,20 @@ export class TryFlow {
       if (machineId) return machineId;
     }
     return null;
+  }
+
+  /**
+   * `startFairestIn` for a try that ended, in a savepoint of its transaction: a next try that
+   * cannot start (logged) is left to the scheduling pass queued after the commit, and the ended
+   * try's end stands.
+   */
+  private async startNextAfterEnd(trx: Knex.Transaction, endedTryId: string): Promise<string | null> {
+    try {
+      return await trx.transaction((savepoint) => this.startFairestIn(savepoint));
+    } catch (error) {
+      this.deps.logger.warn({ err: error, try: endedTryId }, 'could not start the next try as this one ended; the scheduling pass will');
+      return null;
+    }
   }
 
   /** A fresh machine for the try (its first, or after an infrastructure failure). */
@@ -350,7 +376,7 @@ export class TryFlow {
       const released = await this.deps.machines.releaseIn(trx, row.machine_id);
       after.push(() => released('The try is over'));
     }
-    const next = await this.startFairestIn(trx);
+    const next = await this.startNextAfterEnd(trx, row.id);
     if (next) after.push(() => this.deps.machines.place(next));
     // Last: the run's row lock is held only for the commit that follows.
     await completeIfDone(trx, run.id);

@@ -46,3 +46,46 @@ describe('a test run whose last two tries end at once', function () {
     expect(run.ended_at).to.not.equal(null);
   });
 });
+
+/**
+ * A try's end starts the fairest next try in the same transaction. Should that start fail, the
+ * try still ends: the start runs in a savepoint, and the scheduling pass after the commit tries
+ * again (before, the failure rolled the end back with it and the try stayed `running`).
+ */
+describe('a try that ends while the next try cannot start', function () {
+  this.timeout(30_000);
+  let service: TestService;
+
+  before(async () => {
+    service = await startTestService({}, ['web']);
+  });
+  after(async () => service.stop());
+
+  it('ends all the same', async () => {
+    const { db, tryFlow } = service.running.container;
+    const { orgId } = await service.newOrg('Next start org');
+    const stamp = Date.now();
+    const run = (id: string, status: string) => ({ id, org_id: orgId, agent_id: 'default', agent_version: 1, agent: JSON.stringify({}), status });
+    const ended = `tr_ended${stamp}`;
+    const broken = `tr_broken${stamp}`;
+    await db('test_runs').insert([run(ended, 'cancelled'), run(broken, 'queued')]);
+    await db('test_run_cases').insert({ run_id: ended, position: 0, test_case_id: 'tc_x', repeat: 1, snapshot: JSON.stringify({ prompt: 'x' }) });
+    await db('tries').insert({ id: `try_${ended}`, org_id: orgId, run_id: ended, position: 0, test_case_id: 'tc_x', attempt: 1, status: 'running', phase: 'task' });
+    // The other run's queued try cannot start: its case's snapshot is missing.
+    await db('tries').insert({ id: `try_${broken}`, org_id: orgId, run_id: broken, position: 0, test_case_id: 'tc_y', attempt: 1, status: 'queued' });
+
+    try {
+      await tryFlow.advance(`try_${ended}`);
+
+      const row = await db('tries').where({ id: `try_${ended}` }).first();
+      expect(row.status).to.equal('cancelled');
+      expect(row.phase).to.equal('done');
+      expect(row.ended_at).to.not.equal(null);
+      expect((await db('tries').where({ id: `try_${broken}` }).first()).status).to.equal('queued');
+    } finally {
+      // Scheduling passes of later tests would stumble on the broken run.
+      await db('test_runs').whereIn('id', [ended, broken]).delete();
+    }
+  });
+});
+
