@@ -23,6 +23,11 @@ export async function findMachine(db: Db, id: string, lock = false): Promise<Mac
   return lock ? query.forUpdate() : query;
 }
 
+/** A machine row as PostgreSQL's `row_to_json` writes it (read beside another row), with its timestamps as `Date`s again. */
+export function machineFromJson(json: Omit<MachineRow, 'created_at' | 'updated_at' | 'ended_at'> & { created_at: string; updated_at: string; ended_at: string | null }): MachineRow {
+  return { ...json, created_at: new Date(json.created_at), updated_at: new Date(json.updated_at), ended_at: json.ended_at === null ? null : new Date(json.ended_at) };
+}
+
 export async function updateMachine(db: Db, id: string, changes: Partial<MachineRow>): Promise<MachineRow> {
   const [row] = await db<MachineRow>('machines').where({ id }).update({ ...changes, updated_at: db.fn.now() as never }).returning('*');
   return row!;
@@ -116,14 +121,17 @@ export async function insertCommand(db: Db, row: Pick<CommandRow, 'id' | 'runner
 }
 
 /**
- * Settles a command still waiting for its answer (and, given `runnerId`, sent to that runner);
- * undefined when there is no such command.
+ * Settles a command still waiting for its answer (and, given `runnerId`, sent to that runner),
+ * and reads its machine (if any) as it is, in one statement; undefined when there is no such command.
  */
-export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId?: string): Promise<CommandRow | undefined> {
-  const query = db<CommandRow>('runner_commands').where({ id, status: 'sent' });
-  if (runnerId !== undefined) query.andWhere({ runner_id: runnerId });
-  const [row] = await query.update({ ...outcome, result: outcome.result === null ? null : json(outcome.result), finished_at: db.fn.now() as never }).returning('*');
-  return row;
+export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId?: string): Promise<{ command: CommandRow; machine: MachineRow | undefined } | undefined> {
+  const settled = db<CommandRow>('runner_commands').where({ id, status: 'sent' });
+  if (runnerId !== undefined) settled.andWhere({ runner_id: runnerId });
+  settled.update({ ...outcome, result: outcome.result === null ? null : json(outcome.result), finished_at: db.fn.now() as never }).returning('*');
+  const row = await db.with('c', settled).from('c').leftJoin('machines as m', 'm.id', 'c.machine_id').first('c.*', db.raw('row_to_json(m) as command_machine'));
+  if (!row) return undefined;
+  const { command_machine: machine, ...command } = row;
+  return { command: command as CommandRow, machine: machine ? machineFromJson(machine) : undefined };
 }
 
 /** A machine's move from one status to another (an ended one is stamped `ended_at`). */

@@ -301,11 +301,13 @@ export class MachinesService {
   private async settle(commandId: string, outcome: Parameters<typeof settleCommand>[2], fromRunner?: string): Promise<void> {
     const applied = await this.deps.db.transaction(async (trx) => {
       // Settled once, by the runner it was sent to: a repeat or a stranger's answer changes nothing.
-      const command = await settleCommand(trx, commandId, outcome, fromRunner);
-      if (!command?.machine_id) return command ? { command, machine: undefined, handedOver: null } : null;
+      const settled = await settleCommand(trx, commandId, outcome, fromRunner);
+      if (!settled) return null;
+      const { command } = settled;
+      if (!command.machine_id) return { command, machine: undefined, handedOver: null };
       const change = machineChange(command);
       const moved = change ? await moveMachine(trx, command.machine_id, change) : undefined;
-      const machine = moved ?? (await findMachine(trx, command.machine_id));
+      const machine = moved ?? settled.machine;
       const freed = moved?.status === 'failed' || moved?.status === 'destroyed';
       return { command, machine, handedOver: freed ? await this.handOverSlot(trx, command.runner_id) : null };
     });

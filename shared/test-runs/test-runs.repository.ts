@@ -2,6 +2,8 @@ import type { Knex } from '../db/knex';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import type { RunCaseRow, TestRunRow, TryRow, TryStatus } from './test-run-rows';
 import type { TestCaseRow } from '../test-cases/test-case-rows';
+import type { MachineRow } from '../machines/machine-rows';
+import { machineFromJson } from '../machines/machines.repository';
 
 type Db = Knex | Knex.Transaction;
 
@@ -76,19 +78,20 @@ export function listTries<T>(db: Knex, runId: string, page: PageRequest, toObjec
 export type RunOfTry = Pick<TestRunRow, 'id' | 'org_id' | 'status' | 'agent'>;
 
 /**
- * A try locked, with what its step reads of its run and its case's snapshot, in one statement
- * (one round trip on each step of each try).
+ * A try locked, with what its step reads of its run, its case's snapshot and its machine (if
+ * any), in one statement (one round trip on each step of each try).
  */
-export async function findTryWithRun(db: Knex.Transaction, id: string): Promise<{ row: TryRow; run: RunOfTry; snapshot: RunCaseRow['snapshot'] } | undefined> {
+export async function findTryWithRun(db: Knex.Transaction, id: string): Promise<{ row: TryRow; run: RunOfTry; snapshot: RunCaseRow['snapshot']; machine: MachineRow | undefined } | undefined> {
   const found = await db('tries as t')
     .join('test_runs as r', 'r.id', 't.run_id')
     .join('test_run_cases as c', (join) => join.on('c.run_id', '=', 't.run_id').andOn('c.position', '=', 't.position'))
+    .leftJoin('machines as m', 'm.id', 't.machine_id')
     .where('t.id', id)
     .forUpdate('t')
-    .first('t.*', 'r.org_id as run_org_id', 'r.status as run_status', 'r.agent as run_agent', 'c.snapshot as case_snapshot');
+    .first('t.*', 'r.org_id as run_org_id', 'r.status as run_status', 'r.agent as run_agent', 'c.snapshot as case_snapshot', db.raw('row_to_json(m) as try_machine'));
   if (!found) return undefined;
-  const { run_org_id: orgId, run_status: status, run_agent: agent, case_snapshot: snapshot, ...row } = found;
-  return { row: row as TryRow, run: { id: row.run_id, org_id: orgId, status, agent }, snapshot };
+  const { run_org_id: orgId, run_status: status, run_agent: agent, case_snapshot: snapshot, try_machine: machine, ...row } = found;
+  return { row: row as TryRow, run: { id: row.run_id, org_id: orgId, status, agent }, snapshot, machine: machine ? machineFromJson(machine) : undefined };
 }
 
 export async function findTry(db: Db, id: string, lock = false): Promise<TryRow | undefined> {

@@ -191,7 +191,7 @@ export class TryFlow {
   async advance(tryId: string): Promise<void> {
     const after: AfterCommit[] = [];
     await this.deps.db.transaction(async (trx) => {
-      const at = await runningTryAt(trx, tryId, this.deps.machines);
+      const at = await runningTryAt(trx, tryId);
       if (at) await this.step(trx, at, after);
     });
     for (const work of after) await work();
@@ -217,7 +217,6 @@ export class TryFlow {
       return;
     }
     if (machine.status !== 'running') return;
-    if (row.runner_id !== machine.runner_id) await updateTry(trx, row.id, { runner_id: machine.runner_id });
     switch (row.phase) {
       case 'machine':
         return this.afterMachine(trx, at, machine, after);
@@ -235,11 +234,11 @@ export class TryFlow {
     }
   }
 
-  /** The machine runs: the setup script, or straight to the task. */
+  /** The machine runs: the setup script, or straight to the task (either records the runner it runs on). */
   private async afterMachine(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
     if (at.snapshot.setup_script) {
       const command = await this.deps.machines.runScript(machine, at.snapshot.setup_script, SCRIPT_TIMEOUT_MS, trx);
-      await updateTry(trx, at.row.id, { phase: 'setup' });
+      await updateTry(trx, at.row.id, { phase: 'setup', runner_id: machine.runner_id });
       after.push(() => this.deps.machines.send(command));
       return;
     }
@@ -272,7 +271,7 @@ export class TryFlow {
       actor: null,
       metadata: { test_run_id: run.id, try_id: row.id, test_case_id: row.test_case_id },
     });
-    await updateTry(trx, row.id, { phase: 'task', task_id: created.row.id });
+    await updateTry(trx, row.id, { phase: 'task', task_id: created.row.id, runner_id: machine.runner_id });
     after.push(created.afterCommit);
   }
 
@@ -339,7 +338,7 @@ export class TryFlow {
     });
     const after: AfterCommit[] = [];
     await this.deps.db.transaction(async (trx) => {
-      const at = await runningTryAt(trx, tryId, this.deps.machines);
+      const at = await runningTryAt(trx, tryId);
       if (at?.row.phase !== 'judge') return;
       await this.end(trx, at, { status: passed(at.row.check, rubric) ? 'passed' : 'failed', rubric, error: null }, after);
     });
@@ -425,11 +424,9 @@ interface TryAt {
 }
 
 /** A running try, locked, with its run, its case's snapshot and its machine; undefined when it is not running. */
-async function runningTryAt(trx: Knex.Transaction, tryId: string, machines: Pick<MachinesService, 'get'>): Promise<TryAt | undefined> {
+async function runningTryAt(trx: Knex.Transaction, tryId: string): Promise<TryAt | undefined> {
   const found = await findTryWithRun(trx, tryId);
-  if (found?.row.status !== 'running') return undefined;
-  const machine = found.row.machine_id ? await machines.get(found.row.machine_id, trx) : undefined;
-  return { ...found, machine };
+  return found?.row.status === 'running' ? found : undefined;
 }
 
 /** A try passes when its check (if any) exited 0 and its judge (if any) passed it. */
