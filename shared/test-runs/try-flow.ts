@@ -93,7 +93,7 @@ export class TryFlow {
       for (;;) {
         let startedThisPass = 0;
         for (const run of await runsWaitingFairly(this.deps.db, 100)) {
-          const machineId = await this.deps.db.transaction((trx) => this.startNextIn(trx, run.id));
+          const machineId = await this.startNext(run.id);
           if (!machineId) continue;
           startedThisPass += 1;
           placing.push(this.placeStarted(machineId));
@@ -103,6 +103,19 @@ export class TryFlow {
       }
     } finally {
       await Promise.all(placing);
+    }
+  }
+
+  /**
+   * The run's next try started in a transaction of its own: the id of its machine, or null. A
+   * run whose next try cannot start is logged and passed over, so that it holds up no other run.
+   */
+  private async startNext(runId: string): Promise<string | null> {
+    try {
+      return await this.deps.db.transaction((trx) => this.startNextIn(trx, runId));
+    } catch (error) {
+      this.deps.logger.warn({ err: error, run: runId }, 'could not start the next try of a run; the other runs go on');
+      return null;
     }
   }
 

@@ -2,12 +2,7 @@ import { expect } from 'chai';
 import { startTestService, type TestService } from '../support/service';
 import { completeIfDone } from '../../shared/test-runs/try-flow';
 
-/**
- * A run completes when its last tries end, even when they end at the same moment in two
- * transactions (found by the evals bench: each saw the other still open, and the run stayed
- * `running` for good).
- */
-describe('a test run whose last two tries end at once', function () {
+describe('tries and runs (TryFlow) on PostgreSQL', function () {
   this.timeout(30_000);
   let service: TestService;
 
@@ -16,76 +11,112 @@ describe('a test run whose last two tries end at once', function () {
   });
   after(async () => service.stop());
 
-  it('completes: the second to check waits for the first and then sees both tries ended', async () => {
-    const db = service.running.container.db;
-    const { orgId } = await service.newOrg('Completion org');
-    const runId = `tr_completion${Date.now()}`;
-    await db('test_runs').insert({ id: runId, org_id: orgId, agent_id: 'default', agent_version: 1, agent: JSON.stringify({}), status: 'running' });
-    await db('tries').insert([1, 2].map((attempt) => ({ id: `try_${runId}_${attempt}`, org_id: orgId, run_id: runId, position: 0, test_case_id: 'tc_x', attempt, status: 'running' })));
+  /**
+   * A run completes when its last tries end, even when they end at the same moment in two
+   * transactions (found by the evals bench: each saw the other still open, and the run stayed
+   * `running` for good).
+   */
+  describe('a test run whose last two tries end at once', function () {
+    it('completes: the second to check waits for the first and then sees both tries ended', async () => {
+      const db = service.running.container.db;
+      const { orgId } = await service.newOrg('Completion org');
+      const runId = `tr_completion${Date.now()}`;
+      await db('test_runs').insert({ id: runId, org_id: orgId, agent_id: 'default', agent_version: 1, agent: JSON.stringify({}), status: 'running' });
+      await db('tries').insert([1, 2].map((attempt) => ({ id: `try_${runId}_${attempt}`, org_id: orgId, run_id: runId, position: 0, test_case_id: 'tc_x', attempt, status: 'running' })));
 
-    const first = await db.transaction();
-    const second = await db.transaction();
-    try {
-      // Each try ends in its own transaction, then asks whether the run is done.
-      await first('tries').where({ id: `try_${runId}_1` }).update({ status: 'passed' });
-      await second('tries').where({ id: `try_${runId}_2` }).update({ status: 'passed' });
-      await completeIfDone(first, runId);
-      const secondAsks = completeIfDone(second, runId);
-      // The first commits while the second is asking (or waiting to).
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      await first.commit();
-      await secondAsks;
-      await second.commit();
-    } catch (error) {
-      await first.rollback().catch(() => undefined);
-      await second.rollback().catch(() => undefined);
-      throw error;
-    }
-    const run = await db('test_runs').where({ id: runId }).first();
-    expect(run.status).to.equal('completed');
-    expect(run.ended_at).to.not.equal(null);
+      const first = await db.transaction();
+      const second = await db.transaction();
+      try {
+        // Each try ends in its own transaction, then asks whether the run is done.
+        await first('tries').where({ id: `try_${runId}_1` }).update({ status: 'passed' });
+        await second('tries').where({ id: `try_${runId}_2` }).update({ status: 'passed' });
+        await completeIfDone(first, runId);
+        const secondAsks = completeIfDone(second, runId);
+        // The first commits while the second is asking (or waiting to).
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await first.commit();
+        await secondAsks;
+        await second.commit();
+      } catch (error) {
+        await first.rollback().catch(() => undefined);
+        await second.rollback().catch(() => undefined);
+        throw error;
+      }
+      const run = await db('test_runs').where({ id: runId }).first();
+      expect(run.status).to.equal('completed');
+      expect(run.ended_at).to.not.equal(null);
+    });
+  });
+
+  /**
+   * A try's end starts the fairest next try in the same transaction. Should that start fail, the
+   * try still ends: the start runs in a savepoint, and the scheduling pass after the commit tries
+   * again (before, the failure rolled the end back with it and the try stayed `running`).
+   */
+  describe('a try that ends while the next try cannot start', function () {
+    it('ends all the same', async () => {
+      const { db, tryFlow } = service.running.container;
+      const { orgId } = await service.newOrg('Next start org');
+      const stamp = Date.now();
+      const run = (id: string, status: string) => ({ id, org_id: orgId, agent_id: 'default', agent_version: 1, agent: JSON.stringify({}), status });
+      const ended = `tr_ended${stamp}`;
+      const broken = `tr_broken${stamp}`;
+      await db('test_runs').insert([run(ended, 'cancelled'), run(broken, 'queued')]);
+      await db('test_run_cases').insert({ run_id: ended, position: 0, test_case_id: 'tc_x', repeat: 1, snapshot: JSON.stringify({ prompt: 'x' }) });
+      await db('tries').insert({ id: `try_${ended}`, org_id: orgId, run_id: ended, position: 0, test_case_id: 'tc_x', attempt: 1, status: 'running', phase: 'task' });
+      // The other run's queued try cannot start: its case's snapshot is missing.
+      await db('tries').insert({ id: `try_${broken}`, org_id: orgId, run_id: broken, position: 0, test_case_id: 'tc_y', attempt: 1, status: 'queued' });
+
+      try {
+        await tryFlow.advance(`try_${ended}`);
+
+        const row = await db('tries').where({ id: `try_${ended}` }).first();
+        expect(row.status).to.equal('cancelled');
+        expect(row.phase).to.equal('done');
+        expect(row.ended_at).to.not.equal(null);
+        expect((await db('tries').where({ id: `try_${broken}` }).first()).status).to.equal('queued');
+      } finally {
+        // Scheduling passes of later tests would stumble on the broken run.
+        await db('test_runs').whereIn('id', [ended, broken]).delete();
+      }
+    });
+  });
+
+  /**
+   * A scheduling pass goes over every run with queued tries. One whose next try cannot start is
+   * passed over (before, it threw the whole pass, and no run of any org started a try).
+   */
+  describe('a scheduling pass with a run whose next try cannot start', function () {
+    it('starts the other runs\' tries', async () => {
+      const { db, tryFlow } = service.running.container;
+      const { orgId } = await service.newOrg('Scheduling org');
+      const stamp = Date.now();
+      const runnerId = `rn_sched${stamp}`;
+      const image = `sched-image-${stamp}`;
+      await db('runners').insert({ id: runnerId, org_id: orgId, scope: 'org', name: 'one slot', token_hash: `hash${stamp}`, token_prefix: 'dhr_x', slots: 1, images: JSON.stringify([image]), connection_id: `conn${stamp}`, last_seen_at: db.fn.now() });
+      const run = (id: string) => ({ id, org_id: orgId, agent_id: 'default', agent_version: 1, agent: JSON.stringify({}), status: 'queued' });
+      const broken = `tr_broken${stamp}`;
+      const good = `tr_good${stamp}`;
+      // The broken run comes first (older); its case's snapshot is missing.
+      await db('test_runs').insert(run(broken));
+      await db('test_runs').insert(run(good));
+      const snapshot = { name: 'x', prompt: 'x', start_state: image, start_state_version: 0, disk: { image }, os: 'mac', pinned_runner_id: null, setup_script: null, check_script: null, rubric: null, customer: null, approvals: 'none', limits: { minutes: 5, steps: 10 } };
+      await db('test_run_cases').insert({ run_id: good, position: 0, test_case_id: 'tc_x', repeat: 1, snapshot: JSON.stringify(snapshot) });
+      await db('tries').insert([broken, good].map((runId) => ({ id: `try_${runId}`, org_id: orgId, run_id: runId, position: 0, test_case_id: 'tc_x', attempt: 1, status: 'queued' })));
+
+      try {
+        expect(await tryFlow.schedule()).to.be.at.least(1);
+        const started = await db('tries').where({ id: `try_${good}` }).first();
+        expect(started.status).to.equal('running');
+        expect(started.machine_id).to.be.a('string');
+        const machine = await db('machines').where({ id: started.machine_id }).first();
+        expect(machine).to.include({ runner_id: runnerId, status: 'starting' });
+        expect((await db('tries').where({ id: `try_${broken}` }).first()).status).to.equal('queued');
+      } finally {
+        await db('test_runs').whereIn('id', [broken, good]).delete();
+        await db('machines').where({ org_id: orgId }).delete();
+        await db('runners').where({ id: runnerId }).update({ connection_id: null, revoked_at: db.fn.now() });
+      }
+    });
   });
 });
-
-/**
- * A try's end starts the fairest next try in the same transaction. Should that start fail, the
- * try still ends: the start runs in a savepoint, and the scheduling pass after the commit tries
- * again (before, the failure rolled the end back with it and the try stayed `running`).
- */
-describe('a try that ends while the next try cannot start', function () {
-  this.timeout(30_000);
-  let service: TestService;
-
-  before(async () => {
-    service = await startTestService({}, ['web']);
-  });
-  after(async () => service.stop());
-
-  it('ends all the same', async () => {
-    const { db, tryFlow } = service.running.container;
-    const { orgId } = await service.newOrg('Next start org');
-    const stamp = Date.now();
-    const run = (id: string, status: string) => ({ id, org_id: orgId, agent_id: 'default', agent_version: 1, agent: JSON.stringify({}), status });
-    const ended = `tr_ended${stamp}`;
-    const broken = `tr_broken${stamp}`;
-    await db('test_runs').insert([run(ended, 'cancelled'), run(broken, 'queued')]);
-    await db('test_run_cases').insert({ run_id: ended, position: 0, test_case_id: 'tc_x', repeat: 1, snapshot: JSON.stringify({ prompt: 'x' }) });
-    await db('tries').insert({ id: `try_${ended}`, org_id: orgId, run_id: ended, position: 0, test_case_id: 'tc_x', attempt: 1, status: 'running', phase: 'task' });
-    // The other run's queued try cannot start: its case's snapshot is missing.
-    await db('tries').insert({ id: `try_${broken}`, org_id: orgId, run_id: broken, position: 0, test_case_id: 'tc_y', attempt: 1, status: 'queued' });
-
-    try {
-      await tryFlow.advance(`try_${ended}`);
-
-      const row = await db('tries').where({ id: `try_${ended}` }).first();
-      expect(row.status).to.equal('cancelled');
-      expect(row.phase).to.equal('done');
-      expect(row.ended_at).to.not.equal(null);
-      expect((await db('tries').where({ id: `try_${broken}` }).first()).status).to.equal('queued');
-    } finally {
-      // Scheduling passes of later tests would stumble on the broken run.
-      await db('test_runs').whereIn('id', [ended, broken]).delete();
-    }
-  });
-});
-
