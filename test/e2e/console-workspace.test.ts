@@ -135,6 +135,29 @@ describe('the console\'s workspace pages in a browser (Chromium)', function () {
       await page.getByLabel('Status').selectOption('expired');
       await page.locator(`tr[data-id="${code}"]`).waitFor();
     });
+
+    it('lists them 20 a page: Next page shows the older ones, First page the newest again', async () => {
+      // The org has a few sessions from the tests above; 21 more make a second page.
+      const codes: string[] = [];
+      for (let i = 0; i < 21; i++) codes.push((await api('POST', '/v1/sessions', {})).body.code as string);
+      const page = await signedInPage('member');
+      await page.goto(`${service.baseUrl}/console/sessions`);
+      const newest = page.locator(`tr[data-id="${codes[20]}"]`);
+      await newest.waitFor();
+      expect(await page.locator('tr[data-id]').count()).to.equal(20);
+      expect(await page.getByRole('button', { name: 'First page' }).isHidden()).to.equal(true);
+
+      await page.getByRole('button', { name: 'Next page' }).click();
+      await newest.waitFor({ state: 'detached' });
+      const second = (await api('GET', '/v1/sessions?limit=20')).body as { next_cursor: string };
+      const expected = ((await api('GET', `/v1/sessions?limit=20&cursor=${encodeURIComponent(second.next_cursor)}`)).body as { data: Array<{ code: string }> }).data.map((session) => session.code);
+      await waitFor(async () => JSON.stringify(await page.locator('tr[data-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-id')))) === JSON.stringify(expected), 10_000, 'the second page as the API lists it');
+      await page.getByRole('button', { name: 'First page' }).waitFor();
+
+      await page.getByRole('button', { name: 'First page' }).click();
+      await newest.waitFor();
+      expect(await page.getByRole('button', { name: 'First page' }).isHidden()).to.equal(true);
+    });
   });
 
   describe('agents', () => {

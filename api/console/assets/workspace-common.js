@@ -1,6 +1,7 @@
 // What the workspace pages (sessions, agents, start states, runners) share: status badges, table
-// rows kept in place while a list refreshes (so focus and messages stay put), refreshing while
-// the page is shown, and a button that calls the API and shows its answer next to itself.
+// rows kept in place while a list refreshes (so focus and messages stay put), lists a page at a
+// time, refreshing while the page is shown, and a button that calls the API and shows its answer
+// next to itself.
 'use strict';
 (function () {
   const { el, wideRow } = window.deskhand;
@@ -33,6 +34,40 @@
     }
     tbody.replaceChildren(...items.map(make));
     if (items.length === 0) tbody.append(wideRow(columns, empty));
+  }
+
+  /**
+   * A list shown a page at a time, with its "Next page" and "First page" buttons, and a status line
+   * that says when the API cannot be reached. `path(query)` is the page's API path (`query` holds
+   * its `limit` and `cursor`; add filters to it), `show(page)` shows the page read. Returns `load`
+   * (the page shown, read again) and `restart` (the first page).
+   */
+  function pagedList({ path, show, more, first, status }) {
+    let cursor = null;
+    let nextCursor = null;
+    async function load() {
+      const query = new URLSearchParams({ limit: '20' });
+      if (cursor) query.set('cursor', cursor);
+      try {
+        const page = await window.deskhand.api('GET', path(query));
+        show(page);
+        nextCursor = page.next_cursor;
+        more.hidden = !page.has_more;
+        first.hidden = cursor === null;
+        status.textContent = '';
+        status.classList.remove('error');
+      } catch (error) {
+        status.textContent = error.message;
+        status.classList.add('error');
+      }
+    }
+    const go = (to) => {
+      cursor = to;
+      return load();
+    };
+    more.addEventListener('click', () => go(nextCursor));
+    first.addEventListener('click', () => go(null));
+    return { load, restart: () => go(null) };
   }
 
   /** Calls `load` every `ms` while the page is shown. */
@@ -74,5 +109,5 @@
     return who.type;
   }
 
-  window.deskhandWorkspace = { badge, updateRows, refreshEvery, actionButton, actor };
+  window.deskhandWorkspace = { badge, updateRows, pagedList, refreshEvery, actionButton, actor };
 })();

@@ -3,17 +3,12 @@
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
   const { api, el, when, say } = window.deskhand;
-  const { badge, updateRows, refreshEvery, actionButton } = window.deskhandWorkspace;
+  const { badge, updateRows, pagedList, refreshEvery, actionButton } = window.deskhandWorkspace;
   const form = document.getElementById('new-session');
   const created = document.getElementById('created-session');
   const filter = document.getElementById('session-status');
-  const listStatus = document.getElementById('sessions-status');
   const body = document.querySelector('[data-testid="sessions"] tbody');
-  const more = document.getElementById('sessions-more');
-  const first = document.getElementById('sessions-first');
-  // The cursor of the page shown (null: the first page), and the session just created, followed above the list.
-  let cursor = null;
-  let nextCursor = null;
+  // The session just created, followed above the list.
   let createdCode = null;
 
   function row(session) {
@@ -21,7 +16,7 @@ document.addEventListener('DOMContentLoaded', () => {
     const tasks = el('a', { href: `/console/tasks?session_id=${encodeURIComponent(session.code)}` }, session.task_count === 1 ? '1 task' : `${session.task_count} tasks`);
     const expire = session.status === 'expired'
       ? null
-      : actionButton('Expire', { class: 'danger', 'aria-label': `Expire session ${session.code}` }, () => api('POST', `/v1/sessions/${encodeURIComponent(session.code)}/expire`), () => load());
+      : actionButton('Expire', { class: 'danger', 'aria-label': `Expire session ${session.code}` }, () => api('POST', `/v1/sessions/${encodeURIComponent(session.code)}/expire`), () => pager.load());
     return el('tr', null,
       el('td', null, el('code', null, session.code)),
       el('td', null, el('a', { href: `/console/agents/${encodeURIComponent(session.agent_id)}` }, session.agent_id)),
@@ -33,12 +28,12 @@ document.addEventListener('DOMContentLoaded', () => {
       el('td', null, expire));
   }
 
-  async function load() {
-    const query = new URLSearchParams({ limit: '20' });
-    if (filter.value) query.set('status', filter.value);
-    if (cursor) query.set('cursor', cursor);
-    try {
-      const page = await api('GET', `/v1/sessions?${query}`);
+  const pager = pagedList({
+    path: (query) => {
+      if (filter.value) query.set('status', filter.value);
+      return `/v1/sessions?${query}`;
+    },
+    show: (page) =>
       updateRows(body, page.data, {
         id: (session) => session.code,
         render: row,
@@ -46,17 +41,11 @@ document.addEventListener('DOMContentLoaded', () => {
         columns: 8,
         // Not shown, and it moves while a computer is connected.
         stamp: (session) => JSON.stringify({ ...session, last_active_at: null }),
-      });
-      nextCursor = page.next_cursor;
-      more.hidden = !page.has_more;
-      first.hidden = cursor === null;
-      listStatus.textContent = '';
-      listStatus.classList.remove('error');
-    } catch (error) {
-      listStatus.textContent = error.message;
-      listStatus.classList.add('error');
-    }
-  }
+      }),
+    more: document.getElementById('sessions-more'),
+    first: document.getElementById('sessions-first'),
+    status: document.getElementById('sessions-status'),
+  });
 
   async function refreshCreated() {
     if (!createdCode) return;
@@ -87,30 +76,18 @@ document.addEventListener('DOMContentLoaded', () => {
       created.hidden = false;
       await refreshCreated();
       say(form, `Session ${session.code} created.`);
-      cursor = null;
-      await load();
+      await pager.restart();
     } catch (error) {
       say(form, error.message, true);
     }
   });
 
-  filter.addEventListener('change', () => {
-    cursor = null;
-    load();
-  });
+  filter.addEventListener('change', () => pager.restart());
   document.getElementById('session-filter').addEventListener('submit', (event) => event.preventDefault());
-  more.addEventListener('click', () => {
-    cursor = nextCursor;
-    load();
-  });
-  first.addEventListener('click', () => {
-    cursor = null;
-    load();
-  });
 
-  load();
+  pager.load();
   refreshEvery(3000, () => {
-    load();
+    pager.load();
     refreshCreated();
   });
 });

@@ -3,16 +3,11 @@
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
   const { api, el, when, say } = window.deskhand;
-  const { badge, updateRows, refreshEvery, actionButton } = window.deskhandWorkspace;
+  const { badge, updateRows, pagedList, refreshEvery, actionButton } = window.deskhandWorkspace;
   const body = document.querySelector('[data-testid="start-states"] tbody');
-  const listStatus = document.getElementById('states-status');
-  const more = document.getElementById('states-more');
-  const first = document.getElementById('states-first');
   const form = document.getElementById('new-state');
   const from = document.getElementById('state-from');
   const method = document.getElementById('state-method');
-  let cursor = null;
-  let nextCursor = null;
 
   const path = (state) => `/v1/start_states/${encodeURIComponent(state.start_state_id)}`;
 
@@ -59,11 +54,9 @@ document.addEventListener('DOMContentLoaded', () => {
     }
   }
 
-  async function load() {
-    const query = new URLSearchParams({ limit: '20' });
-    if (cursor) query.set('cursor', cursor);
-    try {
-      const page = await api('GET', `/v1/start_states?${query}`);
+  const pager = pagedList({
+    path: (query) => `/v1/start_states?${query}`,
+    show: (page) => {
       updateRows(body, page.data, {
         id: (state) => state.start_state_id,
         render: row,
@@ -71,16 +64,12 @@ document.addEventListener('DOMContentLoaded', () => {
         columns: 8,
       });
       offer(page.data);
-      nextCursor = page.next_cursor;
-      more.hidden = !page.has_more;
-      first.hidden = cursor === null;
-      listStatus.textContent = '';
-      listStatus.classList.remove('error');
-    } catch (error) {
-      listStatus.textContent = error.message;
-      listStatus.classList.add('error');
-    }
-  }
+    },
+    more: document.getElementById('states-more'),
+    first: document.getElementById('states-first'),
+    status: document.getElementById('states-status'),
+  });
+  const load = () => pager.load();
 
   function showMethodFields() {
     document.getElementById('state-script-field').hidden = method.value !== 'script';
@@ -103,20 +92,10 @@ document.addEventListener('DOMContentLoaded', () => {
       say(form, `Start state ${made.name} created (${made.status}).`);
       form.reset();
       showMethodFields();
-      cursor = null;
-      await load();
+      await pager.restart();
     } catch (error) {
       say(form, error.message, true);
     }
-  });
-
-  more.addEventListener('click', () => {
-    cursor = nextCursor;
-    load();
-  });
-  first.addEventListener('click', () => {
-    cursor = null;
-    load();
   });
 
   load();
