@@ -1,9 +1,8 @@
 import { hostname } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { BASE_URL_HELP, defaultBaseUrl, jsonLinesIo, parseBaseUrl, type JsonLinesIo } from './cli-options';
-import { isAppVersion } from '../shared/simulator/capabilities';
-import { DesktopClient, type DesktopClientEnd, type DesktopClientOptions } from '../shared/simulator/desktop-client';
-import { MAX_SCREEN, MIN_SCREEN } from '../shared/simulator/simulated-computer';
+import { isAppVersion, MAX_SCREEN, MIN_SCREEN } from '../shared/simulator/capabilities';
+import type { DesktopClientEnd, DesktopClientOptions } from '../shared/simulator/desktop-client';
 
 /**
  * `deskhand desktop --code CODE [options]`: the reference desktop client (docs/simulator.md).
@@ -57,6 +56,8 @@ export function registerDesktopCommand(program: Command, io: DesktopCommandIo = 
 
 /** Runs the client until it is released, refused or stopped by a signal. */
 async function runDesktopClient(options: DesktopCommandOptions, io: DesktopCommandIo): Promise<DesktopClientEnd> {
+  // Loaded when the command runs, not for every `npx deskhand` (the simulator is most of the CLI's load time).
+  const { DesktopClient } = require('../shared/simulator/desktop-client') as typeof import('../shared/simulator/desktop-client');
   const client = new DesktopClient({ ...options, out: (line) => io.out(line), onUnreachable: (message) => io.warn?.(message) });
   const stop = (): void => void client.close();
   for (const signal of STOP_SIGNALS) io.signals.once(signal, stop);

@@ -1,9 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig } from '../shared/config';
-import { migrateLatest } from '../shared/db/knex';
-import { createContainer } from '../shared/container';
+import type { Container } from '../shared/container';
 import { PROCESS_TYPES, type ProcessType } from '../shared/queues/catalog';
-import { startDeskhand } from './start';
 import { registerDesktopCommand } from './desktop.command';
 import { registerRunnerCommand } from './runner.command';
 import { registerEvalsCommand } from './evals.command';
@@ -17,9 +15,17 @@ function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
+// The service's modules load when a command needs them, not for every `npx deskhand` (`--help`,
+// the desktop client, the reference runner and the evals commands use none of them).
+const serviceModules = {
+  container: () => require('../shared/container') as typeof import('../shared/container'),
+  knex: () => require('../shared/db/knex') as typeof import('../shared/db/knex'),
+  start: () => require('./start') as typeof import('./start'),
+};
+
 /** Runs `work` with a container and closes it after, whatever happens. */
-async function withContainer<T>(work: (container: ReturnType<typeof createContainer>) => Promise<T>): Promise<T> {
-  const container = createContainer(loadConfig(), { dbPoolMax: 2 });
+async function withContainer<T>(work: (container: Container) => Promise<T>): Promise<T> {
+  const container = serviceModules.container().createContainer(loadConfig(), { dbPoolMax: 2 });
   try {
     return await work(container);
   } finally {
@@ -42,7 +48,7 @@ function processTypes(value: string, previous: ProcessType[] = []): ProcessType[
   return [...previous, ...(types as ProcessType[])];
 }
 
-async function printDevelopmentKeyOnce(container: ReturnType<typeof createContainer>): Promise<void> {
+async function printDevelopmentKeyOnce(container: Container): Promise<void> {
   if (container.config.env !== 'development' || (await container.orgs.any())) return;
   const { org, secret } = await container.orgs.create('Development org');
   const base = container.config.baseUrl;
@@ -72,7 +78,7 @@ export function buildProgram(): Command {
     .command('migrate')
     .description('create the database if needed and apply pending migrations')
     .action(async () => {
-      const applied = await migrateLatest(loadConfig().databaseUrl);
+      const applied = await serviceModules.knex().migrateLatest(loadConfig().databaseUrl);
       process.stderr.write(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'database is up to date\n');
     });
 
@@ -83,9 +89,9 @@ export function buildProgram(): Command {
     .option('--no-migrate', 'do not apply migrations first (the Procfile release step does)')
     .action(async (options: { only?: ProcessType[]; migrate: boolean }) => {
       const config = loadConfig();
-      if (options.migrate) await migrateLatest(config.databaseUrl);
+      if (options.migrate) await serviceModules.knex().migrateLatest(config.databaseUrl);
       const types = options.only?.length ? [...new Set(options.only)] : PROCESS_TYPES;
-      const running = await startDeskhand(config, types);
+      const running = await serviceModules.start().startDeskhand(config, types);
       // Signals are handled from the moment the process serves, before anything is printed.
       const shutdown = (signal: string) => {
         running.container.logger.info({ signal }, 'shutting down');

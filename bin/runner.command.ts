@@ -4,7 +4,7 @@ import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { projectVersion } from './project-version';
 import { BASE_URL_HELP, defaultBaseUrl, jsonLinesIo, parseBaseUrl, type JsonLinesIo } from './cli-options';
-import { ReferenceRunner, type ReferenceRunnerOptions, type RunnerEnd } from '../shared/simulator/runner/reference-runner';
+import type { ReferenceRunnerOptions, RunnerEnd } from '../shared/simulator/runner/reference-runner';
 
 /**
  * `deskhand runner --token TOKEN [options]`: the reference runner (docs/reference-runner.md), a simulated
@@ -52,6 +52,8 @@ export function registerRunnerCommand(program: Command, io: RunnerCommandIo = js
 }
 
 async function runRunner(options: RunnerCommandOptions, io: RunnerCommandIo): Promise<RunnerEnd> {
+  // Loaded when the command runs, not for every `npx deskhand` (the simulator is most of the CLI's load time).
+  const { ReferenceRunner } = require('../shared/simulator/runner/reference-runner') as typeof import('../shared/simulator/runner/reference-runner');
   const runner = new ReferenceRunner({ ...options, version: projectVersion(), out: (line) => io.out(line), onUnreachable: (message) => io.warn?.(message) });
   const stop = (): void => void runner.stop();
   for (const signal of STOP_SIGNALS) io.signals.once(signal, stop);

@@ -1,6 +1,10 @@
 import type { Capabilities } from '../desktop/protocol';
 import type { SimulatedOs } from './apps.catalog';
 
+/** The smallest and largest screens a simulated computer reports (smaller cannot hold an app window with its fields and buttons). */
+export const MIN_SCREEN = Object.freeze({ width: 640, height: 480 });
+export const MAX_SCREEN = Object.freeze({ width: 7680, height: 4320 });
+
 /** The first app version that reports page addresses and element info on a Mac. */
 export const ELEMENT_INFO_SINCE = '1.0.20';
 

@@ -10,7 +10,7 @@ import type {
   Rect,
 } from '../desktop/protocol';
 import { SIMULATED_OSES, appByName, spotlightMatches, type AppName, type SimulatedOs } from './apps.catalog';
-import { capabilitiesFor } from './capabilities';
+import { capabilitiesFor, MAX_SCREEN, MIN_SCREEN } from './capabilities';
 import { initialState, type ComputerState, type SimulatorEffect, type StatusTone } from './computer-state';
 import { isCombo, parseKeyCombo, typedCharacter, type KeyCombo } from './key-combos';
 import { MachineDisk, UNTITLED, type DiskSnapshot } from './machine-disk';
@@ -38,9 +38,8 @@ export interface SimulatedComputerOptions {
 /** The longest `wait` the computer honours, so a bad step cannot hold it for hours. */
 export const MAX_WAIT_MS = 60_000;
 
-/** Screens smaller than this cannot hold an app window with its fields and buttons. */
-export const MIN_SCREEN = Object.freeze({ width: 640, height: 480 });
-export const MAX_SCREEN = Object.freeze({ width: 7680, height: 4320 });
+/** Screens smaller than MIN_SCREEN cannot hold an app window with its fields and buttons (the bounds live in capabilities.ts, which the CLI reads without loading the simulator). */
+export { MIN_SCREEN, MAX_SCREEN };
 
 const CONTROL_CENTER_TOGGLES: Record<string, 'wifi' | 'bluetooth' | 'doNotDisturb'> = {
   'cc.wifi': 'wifi',
