@@ -84,7 +84,7 @@ export class TryFlow {
   /**
    * Starts queued tries while runners have room, fairly across orgs and runs. Each started try's
    * machine is placed while the next try starts (a run's first tries start one after another, and
-   * its slots fill in half the time). Returns how many started.
+   * its slots fill sooner so). Returns how many started.
    */
   async schedule(): Promise<number> {
     let started = 0;
@@ -122,11 +122,16 @@ export class TryFlow {
   /**
    * A started try's machine takes the slot counted free for it, in this job: no second hop
    * through the queue (the placement pass takes it should another request have won the slot
-   * meanwhile). A machine not yet placed counts as waiting, so the tries started meanwhile never
-   * count its slot twice.
+   * meanwhile, or should this placement fail). A machine not yet placed counts as waiting, so the
+   * tries started meanwhile never count its slot twice. Never rejects: it runs beside the pass.
    */
   private async placeStarted(machineId: string): Promise<void> {
-    if (!(await this.deps.machines.place(machineId))) await this.deps.machines.placeSoon();
+    try {
+      if (await this.deps.machines.place(machineId)) return;
+    } catch (error) {
+      this.deps.logger.warn({ err: error, machine: machineId }, 'could not place a started try\'s machine; the placement pass will');
+    }
+    await this.deps.machines.placeSoon();
   }
 
   /** `startNext` in the caller's transaction: the id of the machine requested for the try, to place once it commits; null when none started. */
