@@ -38,7 +38,7 @@ export interface SimulatedComputerOptions {
 /** The longest `wait` the computer honours, so a bad step cannot hold it for hours. */
 export const MAX_WAIT_MS = 60_000;
 
-/** Screens smaller than MIN_SCREEN cannot hold an app window with its fields and buttons (the bounds live in capabilities.ts, which the CLI reads without loading the simulator). */
+// The screen's bounds, defined in capabilities.ts (which the CLI reads without loading the simulator).
 export { MIN_SCREEN, MAX_SCREEN };
 
 const CONTROL_CENTER_TOGGLES: Record<string, 'wifi' | 'bluetooth' | 'doNotDisturb'> = {
