@@ -34,36 +34,40 @@ export async function updateMachine(db: Db, id: string, changes: Partial<Machine
 }
 
 /**
- * Locks the runners that could take this machine now (online, not revoked, the org's own or
- * cloud, with the image, the pinned one if any), in id order so that two placements never wait
- * on each other in a circle. Their live machines are counted by the next statement, which sees
- * every placement committed before the locks were granted.
+ * Locks the runners that could take the machine now, while it waits (online, not revoked, the
+ * org's own or cloud, with its image, the one it is pinned to if any), in id order so that two
+ * placements never wait on each other in a circle. Their live machines are counted by the next
+ * statement (`lockWaitingWithCandidates`), which sees every placement committed before the locks
+ * were granted.
  */
-export async function lockCandidateRunners(db: Knex.Transaction, machine: Pick<MachineRow, 'org_id' | 'image' | 'pinned_runner_id'>, offlineAfterMs: number): Promise<string[]> {
-  const query = db('runners')
-    .select('id')
-    .whereNull('revoked_at')
-    .whereNotNull('connection_id')
-    .andWhereRaw("last_seen_at > now() - (? * interval '1 millisecond')", [offlineAfterMs])
-    .andWhere((q) => q.where({ org_id: machine.org_id }).orWhere({ scope: 'cloud' }))
-    .andWhereRaw('images \\? ?', [machine.image])
-    .orderBy('id')
-    .forUpdate();
-  if (machine.pinned_runner_id) query.andWhere({ id: machine.pinned_runner_id });
-  const rows = await query;
-  return rows.map((row: { id: string }) => row.id);
+export async function lockCandidateRunners(db: Knex.Transaction, machineId: string, offlineAfterMs: number): Promise<string[]> {
+  const { rows } = await db.raw<{ rows: Array<{ id: string }> }>(
+    `select r.id from runners r join machines m on m.id = ? and m.status = 'waiting'
+      where r.revoked_at is null and r.connection_id is not null and r.last_seen_at > now() - (? * interval '1 millisecond')
+        and (r.org_id = m.org_id or r.scope = 'cloud') and r.images \\? m.image
+        and (m.pinned_runner_id is null or m.pinned_runner_id = r.id)
+      order by r.id for update of r`,
+    [machineId, offlineAfterMs],
+  );
+  return rows.map((row) => row.id);
 }
 
-/** The runners with their slots and live machines, the org's own first, then the least loaded. */
-export async function candidatesWithLoad(db: Db, runnerIds: string[]): Promise<Candidate[]> {
-  if (!runnerIds.length) return [];
-  const { rows } = await db.raw<{ rows: Candidate[] }>(
-    `select r.id, r.scope, r.slots,
-            (select count(*)::int from machines m where m.runner_id = r.id and m.status = any(?)) as live
-       from runners r where r.id = any(?)`,
-    [LIVE_MACHINE_STATUSES as string[], runnerIds],
+/**
+ * The machine locked while it still waits, with the runners `runnerIds` (locked by the caller)
+ * and their slots and live machines, the org's own first, then the least loaded; undefined when
+ * it no longer waits.
+ */
+export async function lockWaitingWithCandidates(db: Knex.Transaction, machineId: string, runnerIds: string[]): Promise<{ machine: MachineRow; candidates: Candidate[] } | undefined> {
+  const { rows } = await db.raw<{ rows: Array<MachineRow & { candidates: Candidate[] }> }>(
+    `select m.*, (select coalesce(json_agg(json_build_object('id', r.id, 'scope', r.scope, 'slots', r.slots,
+                   'live', (select count(*) from machines l where l.runner_id = r.id and l.status = any(?)))), '[]')
+                    from runners r where r.id = any(?)) as candidates
+       from machines m where m.id = ? and m.status = 'waiting' for update of m`,
+    [LIVE_MACHINE_STATUSES as string[], runnerIds, machineId],
   );
-  return rows.sort((a, b) => Number(b.scope === 'org') - Number(a.scope === 'org') || (b.slots - b.live) - (a.slots - a.live) || a.id.localeCompare(b.id));
+  if (!rows[0]) return undefined;
+  const { candidates, ...machine } = rows[0];
+  return { machine: machine as MachineRow, candidates: candidates.sort((a, b) => Number(b.scope === 'org') - Number(a.scope === 'org') || (b.slots - b.live) - (a.slots - a.live) || a.id.localeCompare(b.id)) };
 }
 
 /**
@@ -112,31 +116,60 @@ export async function liveMachinesOn(db: Db, runnerId: string, lock = false): Pr
   return lock ? query.forUpdate() : query;
 }
 
-export async function insertCommand(db: Db, row: Pick<CommandRow, 'id' | 'runner_id' | 'machine_id' | 'type' | 'args'> & { deadlineMs: number }): Promise<CommandRow> {
-  const { deadlineMs, ...fields } = row;
-  const [inserted] = await db<CommandRow>('runner_commands')
-    .insert({ ...fields, args: json(fields.args), status: 'sent', deadline_at: db.raw("now() + (? * interval '1 millisecond')", [deadlineMs]) as never })
-    .returning('*');
+/**
+ * A waiting machine goes to the runner (whose free slot the caller counted, holding it locked):
+ * the machine starting there and its make command, in one statement. Returns the command.
+ */
+export async function assignMachine(db: Knex.Transaction, machine: Pick<MachineRow, 'id' | 'placements'>, make: Pick<CommandRow, 'id' | 'runner_id' | 'args'> & { deadlineMs: number }): Promise<CommandRow> {
+  const starting = db('machines').where({ id: machine.id }).update({ runner_id: make.runner_id, status: 'starting', placements: machine.placements + 1, updated_at: db.fn.now() });
+  const [inserted] = await db.with('starting', starting).insert(commandRow(db, { ...make, machine_id: machine.id, type: 'machine.make' })).into('runner_commands').returning('*');
+  return inserted as CommandRow;
+}
+
+export async function insertCommand(db: Db, row: NewCommand): Promise<CommandRow> {
+  const [inserted] = await db<CommandRow>('runner_commands').insert(commandRow(db, row)).returning('*');
   return inserted!;
+}
+
+type NewCommand = Pick<CommandRow, 'id' | 'runner_id' | 'machine_id' | 'type' | 'args'> & { deadlineMs: number };
+
+/** A command's row as sent: its deadline `deadlineMs` from now, by PostgreSQL's clock. */
+function commandRow(db: Db, row: NewCommand) {
+  const { deadlineMs, ...fields } = row;
+  return { ...fields, args: json(fields.args), status: 'sent' as const, deadline_at: db.raw("now() + (? * interval '1 millisecond')", [deadlineMs]) as never };
+}
+
+/** A command just settled, its machine as it was, and whether any machine waits for a slot. */
+export interface Settled {
+  command: CommandRow;
+  machine: MachineRow | undefined;
+  /** A machine of any org waited for a slot when the command settled (the slot it frees may be handed over). */
+  machinesWait: boolean;
 }
 
 /**
  * Settles a command still waiting for its answer (and, given `runnerId`, sent to that runner),
- * and reads its machine (if any) as it is, in one statement; undefined when there is no such command.
+ * reads its machine (if any) as it is, and whether machines wait for a slot, in one statement;
+ * undefined when there is no such command.
  */
-export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId?: string): Promise<{ command: CommandRow; machine: MachineRow | undefined } | undefined> {
+export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId?: string): Promise<Settled | undefined> {
   const settled = db<CommandRow>('runner_commands').where({ id, status: 'sent' });
   if (runnerId !== undefined) settled.andWhere({ runner_id: runnerId });
   settled.update({ ...outcome, result: outcome.result === null ? null : json(outcome.result), finished_at: db.fn.now() as never }).returning('*');
-  const row = await db.with('c', settled).from('c').leftJoin('machines as m', 'm.id', 'c.machine_id').first('c.*', db.raw('row_to_json(m) as command_machine'));
+  const row = await db
+    .with('c', settled)
+    .from('c')
+    .leftJoin('machines as m', 'm.id', 'c.machine_id')
+    .first('c.*', db.raw('row_to_json(m) as command_machine'), db.raw("exists (select 1 from machines w where w.status = 'waiting') as machines_wait"));
   if (!row) return undefined;
-  const { command_machine: machine, ...command } = row;
-  return { command: command as CommandRow, machine: machine ? machineFromJson(machine) : undefined };
+  const { command_machine: machine, machines_wait: machinesWait, ...command } = row;
+  return { command: command as CommandRow, machine: machine ? machineFromJson(machine) : undefined, machinesWait };
 }
 
 /** A machine's move from one status to another (an ended one is stamped `ended_at`). */
 export interface MachineMove {
-  from: MachineStatus;
+  /** The status (or one of the statuses) the machine must be in. */
+  from: MachineStatus | readonly MachineStatus[];
   to: MachineStatus;
   error?: string;
 }
@@ -145,7 +178,8 @@ export interface MachineMove {
 export async function moveMachine(db: Db, id: string, move: MachineMove): Promise<MachineRow | undefined> {
   const ended = move.to === 'failed' || move.to === 'destroyed';
   const [row] = await db<MachineRow>('machines')
-    .where({ id, status: move.from })
+    .where({ id })
+    .whereIn('status', typeof move.from === 'string' ? [move.from] : move.from)
     .update({ status: move.to, ...(move.error ? { error: move.error } : {}), ...(ended ? { ended_at: db.fn.now() as never } : {}), updated_at: db.fn.now() as never })
     .returning('*');
   return row;

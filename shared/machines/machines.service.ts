@@ -8,13 +8,14 @@ import type { SessionsService } from '../sessions/sessions.service';
 import type { RunnerLink } from '../runners/runner-link';
 import type { CommandAnswer, CommandRow, CommandType, Disk, MachineOwnerKind, MachineRow } from './machine-rows';
 import {
-  candidatesWithLoad,
+  assignMachine,
   findMachine,
   insertCommand,
   insertMachine,
   isRunnerOnline,
   liveMachinesOn,
   lockCandidateRunners,
+  lockWaitingWithCandidates,
   lockOldestWaitingFor,
   lockRunnerIfOnline,
   moveMachine,
@@ -121,16 +122,13 @@ export class MachinesService {
   /** Places one waiting machine; false when no runner has a free slot for it now. */
   async place(machineId: string): Promise<boolean> {
     const sent = await this.deps.db.transaction(async (trx) => {
-      const wanted = await findMachine(trx, machineId);
-      if (wanted?.status !== 'waiting') return null;
       // Runners first, then the machine: the order a slot's hand-over takes them in (`settle`),
       // so that neither waits on the other in a circle.
-      const locked = await lockCandidateRunners(trx, wanted, this.deps.offlineAfterMs);
+      const locked = await lockCandidateRunners(trx, machineId, this.deps.offlineAfterMs);
       if (!locked.length) return null;
-      const machine = await findMachine(trx, machineId, true);
-      if (machine?.status !== 'waiting') return null;
-      const runner = (await candidatesWithLoad(trx, locked)).find((candidate) => candidate.live < candidate.slots);
-      return runner ? this.assign(trx, machine, runner.id) : null;
+      const waiting = await lockWaitingWithCandidates(trx, machineId, locked);
+      const runner = waiting?.candidates.find((candidate) => candidate.live < candidate.slots);
+      return runner ? this.assign(trx, waiting!.machine, runner.id) : null;
     });
     if (!sent) return false;
     await this.send(sent);
@@ -139,12 +137,9 @@ export class MachinesService {
 
   /** A waiting machine goes to a runner whose slot the caller counted free (holding it locked): its make, to send after the commit. */
   private async assign(trx: Knex.Transaction, machine: MachineRow, runnerId: string): Promise<CommandRow> {
-    await updateMachine(trx, machine.id, { runner_id: runnerId, status: 'starting', placements: machine.placements + 1 });
-    return insertCommand(trx, {
+    return assignMachine(trx, machine, {
       id: newId('cmd'),
       runner_id: runnerId,
-      machine_id: machine.id,
-      type: 'machine.make',
       args: { disk: machine.disk, os: machine.os, session: { code: machine.session_code } },
       deadlineMs: this.deps.bootTimeoutMs,
     });
@@ -192,18 +187,20 @@ export class MachinesService {
    * returns sends the destroy and ends the session once that transaction has committed.
    */
   async releaseIn(trx: Knex.Transaction, machineId: string): Promise<(reason: string) => Promise<void>> {
-    const machine = await findMachine(trx, machineId, true);
-    if (!machine || machine.status === 'destroyed' || machine.status === 'failed' || machine.status === 'stopping') return async () => undefined;
-    if (machine.status === 'waiting' || !machine.runner_id) {
-      const dropped = await updateMachine(trx, machine.id, { status: 'destroyed', ended_at: trx.fn.now() as never });
-      return (reason) => this.endSession(dropped, reason);
+    // The usual case, a machine on its runner, is one statement: it stops there.
+    const stopping = await moveMachine(trx, machineId, { from: ['starting', 'running'], to: 'stopping' });
+    if (stopping) {
+      const command = await this.insert(trx, stopping, 'machine.destroy', {}, DESTROY_TIMEOUT_MS);
+      return async (reason) => {
+        // The runner first: ending the session (its own transaction) need not hold the destroy up.
+        await this.send(command);
+        await this.endSession(stopping, reason);
+      };
     }
-    const stopping = await updateMachine(trx, machine.id, { status: 'stopping' });
-    const command = await this.insert(trx, stopping, 'machine.destroy', {}, DESTROY_TIMEOUT_MS);
+    // Otherwise a waiting machine is dropped at once; one stopping or ended already is left.
+    const dropped = await moveMachine(trx, machineId, { from: 'waiting', to: 'destroyed' });
     return async (reason) => {
-      // The runner first: ending the session (its own transaction) need not hold the destroy up.
-      await this.send(command);
-      await this.endSession(stopping, reason);
+      if (dropped) await this.endSession(dropped, reason);
     };
   }
 
@@ -308,8 +305,10 @@ export class MachinesService {
       const change = machineChange(command);
       const moved = change ? await moveMachine(trx, command.machine_id, change) : undefined;
       const machine = moved ?? settled.machine;
+      // A slot freed while machines wait goes to one of them now. When none waits, a machine
+      // recorded meanwhile is placed by the pass queued below, which sees this commit.
       const freed = moved?.status === 'failed' || moved?.status === 'destroyed';
-      return { command, machine, handedOver: freed ? await this.handOverSlot(trx, command.runner_id) : null };
+      return { command, machine, handedOver: freed && settled.machinesWait ? await this.handOverSlot(trx, command.runner_id) : null };
     });
     if (!applied) return;
     const { command, machine, handedOver } = applied;

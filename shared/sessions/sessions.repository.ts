@@ -84,6 +84,43 @@ export async function updateSession(db: Db, code: string, changes: Partial<Sessi
   return row!;
 }
 
+/**
+ * Connects the computer that presents `code` (a reconnect included), in one statement: the next
+ * connection epoch, its device and capabilities, no idle expiry while connected. Undefined when
+ * the code is unknown or expired, or past its expiry while not connected (`findSessionByCode`
+ * tells which).
+ */
+export async function connectSession(db: Db, code: string, now: Date, computer: { device: DeviceInfo; capabilities: Capabilities }): Promise<SessionRow | undefined> {
+  const [row] = await db<SessionRow>('sessions')
+    .where({ code })
+    .whereNot({ status: 'expired' })
+    .andWhere((live) => live.whereNull('expires_at').orWhere({ status: 'connected' }).orWhere('expires_at', '>', now))
+    .update({
+      status: 'connected',
+      connection_epoch: db.raw('connection_epoch + 1') as never,
+      device: JSON.stringify(computer.device) as never,
+      capabilities: JSON.stringify(computer.capabilities) as never,
+      paired_at: db.raw('coalesce(paired_at, ?)', [now]) as never,
+      last_active_at: now,
+      expires_at: null,
+    })
+    .returning('*');
+  return row;
+}
+
+/**
+ * The computer of connection `epoch` went offline: the session is disconnected, in one statement,
+ * unless it is no longer connected or a newer connection holds it (undefined then). A person's
+ * session expires at `idleExpiresAt` unless the computer comes back; a machine's does not idle out.
+ */
+export async function disconnectSession(db: Db, code: string, epoch: number, now: Date, idleExpiresAt: Date): Promise<SessionRow | undefined> {
+  const [row] = await db<SessionRow>('sessions')
+    .where({ code, status: 'connected', connection_epoch: epoch })
+    .update({ status: 'disconnected', last_active_at: now, expires_at: db.raw("case when kind = 'person' then ?::timestamptz end", [idleExpiresAt]) as never })
+    .returning('*');
+  return row;
+}
+
 /** A task was created on the session: it counts, and is the session's latest. */
 export async function recordSessionTask(db: Db, code: string, taskId: string): Promise<void> {
   await db('sessions').where({ code }).update({ task_count: db.raw('task_count + 1'), latest_task_id: taskId });

@@ -15,8 +15,10 @@ import { notFound } from '../errors';
 import type { Page, PageRequest } from '../pagination';
 import { normalizePairingCode } from './pairing-code';
 import { toSession, type Session } from './session-object';
-import type { SessionAgent, SessionAgentDirectory } from './session-agents';
+import { SERVICE_DISPLAY_NAME, type SessionAgent, type SessionAgentDirectory } from './session-agents';
 import {
+  connectSession,
+  disconnectSession,
   expireDueSessions,
   findSession,
   findSessionByCode,
@@ -35,7 +37,7 @@ import {
 export { toSession, type Session } from './session-object';
 export type { SessionAgent, SessionAgentDirectory } from './session-agents';
 
-/** An unused code (or a computer gone this long) expires; a machine session's does not (see `idleExpiry`). */
+/** An unused code (or a computer gone this long) expires; a machine session's does not: its runner may take long to make it (or bring it back), and it ends only when the service ends it (`endMachineSession`; `disconnectSession`). */
 export const SESSION_IDLE_EXPIRY_MS = 72 * 3600 * 1000;
 
 /** Why a computer's connection was refused, in words the app can show. */
@@ -100,15 +102,6 @@ export class SessionsService {
 
   private expiryFrom(now: Date): Date {
     return new Date(now.getTime() + SESSION_IDLE_EXPIRY_MS);
-  }
-
-  /**
-   * When a session whose computer is not connected expires if nobody uses it: 72 hours on for
-   * a person's; never for a machine's, whose runner may take long to make it (or to bring it
-   * back) and which ends only when the service ends it (`endMachineSession`).
-   */
-  private idleExpiry(row: Pick<SessionRow, 'kind'>, now: Date): Date | null {
-    return row.kind === 'machine' ? null : this.expiryFrom(now);
   }
 
   /** Puts (or moves) the delayed job that expires `code` at `at` (none for null); the sweep covers a lost job. */
@@ -277,30 +270,19 @@ export class SessionsService {
     if (!code) throw new ConnectRefused('invalid', 'That is not a pairing code: it has four characters, a dash, and four more.');
     const now = this.deps.clock.now();
     const { row, eventId } = await this.deps.db.transaction(async (trx) => {
-      const current = await findSessionByCode(trx, code, true);
-      if (!current) throw new ConnectRefused('unknown_code', 'This code is not known. Check it, or ask for a new invite.');
-      if (current.status === 'expired' || (current.expires_at && current.status !== 'connected' && current.expires_at <= now)) {
+      const updated = await connectSession(trx, code, now, input);
+      if (!updated) {
+        const current = await findSessionByCode(trx, code);
+        if (!current) throw new ConnectRefused('unknown_code', 'This code is not known. Check it, or ask for a new invite.');
         throw new ConnectRefused('expired', 'This code has expired. Ask for a new invite.');
       }
-      const updated = await updateSession(trx, code, {
-        status: 'connected',
-        connection_epoch: current.connection_epoch + 1,
-        device: input.device,
-        capabilities: input.capabilities,
-        paired_at: current.paired_at ?? now,
-        last_active_at: now,
-        expires_at: null,
-      });
       const id = await this.sessionOrgEvent(trx, updated, 'session.connected');
       return { row: updated, eventId: id };
     });
     await dispatchOrgEvents(this.deps.queues, eventId ? [eventId] : []);
-    const agent = await this.deps.agents.forSession(row.org_id, row.agent_id).catch(() => ({
-      agentId: row.agent_id,
-      displayName: '',
-      greeting: '',
-      inviteUrlTemplate: row.invite_url ?? '',
-    }));
+    // A machine shows nobody a greeting: its agent is not read.
+    const fallback = { agentId: row.agent_id, displayName: row.kind === 'machine' ? SERVICE_DISPLAY_NAME : '', greeting: '', inviteUrlTemplate: row.invite_url ?? '' };
+    const agent = row.kind === 'machine' ? fallback : await this.deps.agents.forSession(row.org_id, row.agent_id).catch(() => fallback);
     return { session: row, epoch: row.connection_epoch, agent };
   }
 
@@ -312,9 +294,8 @@ export class SessionsService {
   async markOffline(code: string, epoch: number): Promise<void> {
     const now = this.deps.clock.now();
     const result = await this.deps.db.transaction(async (trx) => {
-      const current = await findSessionByCode(trx, code, true);
-      if (!current || current.status !== 'connected' || current.connection_epoch !== epoch) return null;
-      const updated = await updateSession(trx, code, { status: 'disconnected', last_active_at: now, expires_at: this.idleExpiry(current, now) });
+      const updated = await disconnectSession(trx, code, epoch, now, this.expiryFrom(now));
+      if (!updated) return null;
       const eventId = await this.sessionOrgEvent(trx, updated, 'session.disconnected');
       return { row: updated, eventId };
     });
