@@ -23,8 +23,11 @@ export async function findMachine(db: Db, id: string, lock = false): Promise<Mac
   return lock ? query.forUpdate() : query;
 }
 
-/** A machine row as PostgreSQL's `row_to_json` writes it (read beside another row), with its timestamps as `Date`s again. */
-export function machineFromJson(json: Omit<MachineRow, 'created_at' | 'updated_at' | 'ended_at'> & { created_at: string; updated_at: string; ended_at: string | null }): MachineRow {
+/** A machine row as PostgreSQL's `row_to_json` writes it (read beside another row). */
+export type MachineJson = Omit<MachineRow, 'created_at' | 'updated_at' | 'ended_at'> & { created_at: string; updated_at: string; ended_at: string | null };
+
+/** A machine row as PostgreSQL's `row_to_json` writes it, with its timestamps as `Date`s again. */
+export function machineFromJson(json: MachineJson): MachineRow {
   return { ...json, created_at: new Date(json.created_at), updated_at: new Date(json.updated_at), ended_at: json.ended_at === null ? null : new Date(json.ended_at) };
 }
 
@@ -139,31 +142,48 @@ function commandRow(db: Db, row: NewCommand) {
   return { ...fields, args: json(fields.args), status: 'sent' as const, deadline_at: db.raw("now() + (? * interval '1 millisecond')", [deadlineMs]) as never };
 }
 
-/** A command just settled, its machine as it was, and whether any machine waits for a slot. */
+/** A command just settled, its machine (moved, or as it was), and whether any machine waits for a slot. */
 export interface Settled {
   command: CommandRow;
   machine: MachineRow | undefined;
+  /** The machine as the command moved it; undefined when it did not move it. */
+  moved: MachineRow | undefined;
   /** A machine of any org waited for a slot when the command settled (the slot it frees may be handed over). */
   machinesWait: boolean;
 }
 
+/** What an answer to a command of `type` does to its machine (a move from one status). */
+export type CommandMove = { type: CommandType; from: MachineStatus; to: MachineStatus; error?: string };
+
 /**
- * Settles a command still waiting for its answer (and, given `runnerId`, sent to that runner),
- * reads its machine (if any) as it is, and whether machines wait for a slot, in one statement;
- * undefined when there is no such command.
+ * Settles a command still waiting for its answer (and, given `runnerId`, sent to that runner)
+ * and applies it to its machine, in one statement: of `moves`, the one for the command's type
+ * moves the machine when it is in that move's `from` status. Returns the command, its machine
+ * (as moved, or as it was) and whether machines wait for a slot; undefined when there is no such
+ * command.
  */
-export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId?: string): Promise<Settled | undefined> {
-  const settled = db<CommandRow>('runner_commands').where({ id, status: 'sent' });
-  if (runnerId !== undefined) settled.andWhere({ runner_id: runnerId });
-  settled.update({ ...outcome, result: outcome.result === null ? null : json(outcome.result), finished_at: db.fn.now() as never }).returning('*');
-  const row = await db
-    .with('c', settled)
-    .from('c')
-    .leftJoin('machines as m', 'm.id', 'c.machine_id')
-    .first('c.*', db.raw('row_to_json(m) as command_machine'), db.raw("exists (select 1 from machines w where w.status = 'waiting') as machines_wait"));
-  if (!row) return undefined;
-  const { command_machine: machine, machines_wait: machinesWait, ...command } = row;
-  return { command: command as CommandRow, machine: machine ? machineFromJson(machine) : undefined, machinesWait };
+export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId: string | undefined, moves: readonly CommandMove[]): Promise<Settled | undefined> {
+  const moveRows = moves.map((move) => ({ ...move, error: move.error ?? null, ended: move.to === 'failed' || move.to === 'destroyed' }));
+  const { rows } = await db.raw<{ rows: Array<CommandRow & { moved: MachineJson | null; machine: MachineJson | null; machines_wait: boolean }> }>(
+    `with c as (
+       update runner_commands set status = ?, result = ?, error_code = ?, error = ?, finished_at = now()
+        where id = ? and status = 'sent' and (cast(? as text) is null or runner_id = ?)
+        returning *),
+     x as (select * from jsonb_to_recordset(?::jsonb) as x(type text, "from" text, "to" text, error text, ended boolean)),
+     m as (
+       update machines set status = x."to", error = coalesce(x.error, machines.error), updated_at = now(),
+              ended_at = case when x.ended then now() else machines.ended_at end
+         from c join x on x.type = c.type
+        where machines.id = c.machine_id and machines.status = x."from"
+        returning machines.*)
+     select c.*, row_to_json(m) as moved, row_to_json(was) as machine, exists (select 1 from machines w where w.status = 'waiting') as machines_wait
+       from c left join m on true left join machines was on was.id = c.machine_id`,
+    [outcome.status, outcome.result === null ? null : json(outcome.result), outcome.error_code, outcome.error, id, runnerId ?? null, runnerId ?? null, json(moveRows)],
+  );
+  if (!rows[0]) return undefined;
+  const { moved, machine, machines_wait: machinesWait, ...command } = rows[0];
+  const movedRow = moved ? machineFromJson(moved) : undefined;
+  return { command: command as CommandRow, moved: movedRow, machine: movedRow ?? (machine ? machineFromJson(machine) : undefined), machinesWait };
 }
 
 /** A machine's move from one status to another (an ended one is stamped `ended_at`). */

@@ -19,7 +19,7 @@ import {
   lockOldestWaitingFor,
   lockRunnerIfOnline,
   moveMachine,
-  type MachineMove,
+  type CommandMove,
   lostRunnerIds,
   overdueCommandIds,
   settleCommand,
@@ -298,13 +298,9 @@ export class MachinesService {
   private async settle(commandId: string, outcome: Parameters<typeof settleCommand>[2], fromRunner?: string): Promise<void> {
     const applied = await this.deps.db.transaction(async (trx) => {
       // Settled once, by the runner it was sent to: a repeat or a stranger's answer changes nothing.
-      const settled = await settleCommand(trx, commandId, outcome, fromRunner);
+      const settled = await settleCommand(trx, commandId, outcome, fromRunner, MOVING_TYPES.flatMap((type) => machineChange({ type, ...outcome }) ?? []));
       if (!settled) return null;
-      const { command } = settled;
-      if (!command.machine_id) return { command, machine: undefined, handedOver: null };
-      const change = machineChange(command);
-      const moved = change ? await moveMachine(trx, command.machine_id, change) : undefined;
-      const machine = moved ?? settled.machine;
+      const { command, machine, moved } = settled;
       // A slot freed while machines wait goes to one of them now. When none waits, a machine
       // recorded meanwhile is placed by the pass queued below, which sees this commit.
       const freed = moved?.status === 'failed' || moved?.status === 'destroyed';
@@ -374,16 +370,20 @@ export class MachinesService {
   }
 }
 
+/** The commands whose answers move their machines (`machineChange`). */
+const MOVING_TYPES = ['machine.make', 'machine.destroy'] as const;
+
 /**
- * What a settled command does to its machine: the status the machine must be in for it to
+ * What the answer to a command does to its machine: the status the machine must be in for it to
  * apply, and the change. A make moves a starting machine to running (or failed); a destroy, done
  * or not, frees a stopping machine's slot (the runner is told again to destroy it if it reports
  * the machine after a reconnect). Scripts, saves and inputs change nothing of the machine.
  */
-function machineChange(command: CommandRow): MachineMove | null {
-  if (command.type === 'machine.make' && command.status === 'done') return { from: 'starting', to: 'running' };
-  if (command.type === 'machine.make') return { from: 'starting', to: 'failed', error: `The runner could not make the machine (${command.error_code}): ${command.error}` };
-  if (command.type === 'machine.destroy') return { from: 'stopping', to: 'destroyed' };
+function machineChange(command: Pick<CommandRow, 'type' | 'status' | 'error_code' | 'error'>): CommandMove | null {
+  const { type } = command;
+  if (type === 'machine.make' && command.status === 'done') return { type, from: 'starting', to: 'running' };
+  if (type === 'machine.make') return { type, from: 'starting', to: 'failed', error: `The runner could not make the machine (${command.error_code}): ${command.error}` };
+  if (type === 'machine.destroy') return { type, from: 'stopping', to: 'destroyed' };
   return null;
 }
 
