@@ -96,23 +96,27 @@ export class MachinesService {
     });
   }
 
-  /** Queues a placement pass (worker-evals); passes asked for while one waits are one. */
-  async placeSoon(): Promise<void> {
-    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machines', {}, {
+  /**
+   * Queues a placement pass (worker-evals); passes asked for while one waits are one. Given the
+   * machine just recorded, the pass places it before it looks for the others.
+   */
+  async placeSoon(machineId?: string): Promise<void> {
+    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machines', machineId ? { machine_id: machineId } : {}, {
       jobId: jobId('place', Date.now(), randomString(6)),
-      // At most one pass runs and one waits: a request during a pass is the pass after it.
+      // At most one pass runs and one waits: a request during a pass is the pass after it (whose
+      // machine, if not its own, is placed as one of the others).
       deduplication: { id: 'place-machines', keepLastIfActive: true },
       removeOnComplete: true,
     });
   }
 
   /**
-   * Places waiting machines, oldest first, each on the runner with the most free slots (the
-   * org's own before cloud ones). A machine no runner can take now stays waiting. Returns how
-   * many were placed.
+   * Places waiting machines, `first` (when given) and then the others, oldest first, each on the
+   * runner with the most free slots (the org's own before cloud ones). A machine no runner can
+   * take now stays waiting. Returns how many were placed.
    */
-  async placeWaiting(): Promise<number> {
-    let placed = 0;
+  async placeWaiting(first?: string): Promise<number> {
+    let placed = first && (await this.place(first)) ? 1 : 0;
     for (const id of await waitingMachineIds(this.deps.db, PLACE_BATCH)) {
       if (await this.place(id)) placed += 1;
     }
@@ -311,6 +315,16 @@ export class MachinesService {
     if (handedOver) await this.send(handedOver);
     if (command.status === 'failed') this.deps.logger.warn({ command: command.id, type: command.type, runner: command.runner_id, code: command.error_code, error: command.error }, 'runner command failed');
     if (!machine) return;
+    // The change is committed: the runner hears so first (its acknowledgement is written in this
+    // turn of the event loop), and the notices go out in the next. One that does not (a process
+    // gone meanwhile) is made up for by the sweep, which looks at the rows.
+    setImmediate(() => {
+      this.tellOfChange(command, machine, handedOver !== null).catch((error: unknown) => this.deps.logger.warn({ err: error, machine: machine.id }, 'could not tell what a machine change means; the sweep will'));
+    });
+  }
+
+  /** After a settled command changed its machine: its owner is told, and a slot it freed is offered to what waits for one. */
+  private async tellOfChange(command: CommandRow, machine: MachineRow, handedOver: boolean): Promise<void> {
     const told: Array<Promise<unknown>> = [this.deps.notifyOwner(machine, `${command.type}:${command.id}`)];
     if (machine.status === 'failed' || machine.status === 'destroyed') {
       // A make that timed out may still finish on the runner later: it is told to destroy it.
@@ -321,9 +335,7 @@ export class MachinesService {
       // A destroyed machine's session ended when it was let go (`release`); a failed make's ends now.
       if (machine.status === 'failed') told.push(this.endSession(machine, machine.error ?? 'The machine could not be made'));
     }
-    // The change is committed: the runner hears so at once, while the notices go out. One that
-    // does not (a process gone meanwhile) is made up for by the sweep, which looks at the rows.
-    void Promise.all(told).catch((error: unknown) => this.deps.logger.warn({ err: error, machine: machine.id }, 'could not tell what a machine change means; the sweep will'));
+    await Promise.all(told);
   }
 
   /** A live machine is gone with its runner: failed, its slot freed, its owner told. */

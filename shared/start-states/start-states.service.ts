@@ -267,8 +267,10 @@ export class StartStatesService {
 
   /** The machine is recorded: it is placed (worker-evals), and an open one closes at its time. */
   private async afterMachineRequested(row: StartStateRow): Promise<void> {
+    // The placement first: its job reaches Redis before the expiry's.
+    const placed = this.deps.machines.placeSoon(row.machine_id ?? undefined);
     const expiry = row.status === 'open' && row.view_expires_at ? this.deps.flow.advanceSoon(row.id, 'expiry', Math.max(0, row.view_expires_at.getTime() - Date.now())) : null;
-    await Promise.all([this.deps.machines.placeSoon(), expiry]);
+    await Promise.all([placed, expiry]);
   }
 
   /** An image cannot be changed or deleted (403 `image`); an id that is neither is 404. */

@@ -21,7 +21,7 @@ export function evalsWiring(deps: EvalsDeps): QueueWiring {
     queue: QUEUE_NAMES.evals,
     concurrency: 10,
     processors: {
-      'place-machines': async () => deps.machines.placeWaiting(),
+      'place-machines': async (payload) => deps.machines.placeWaiting((payload as JobPayload<'evals', 'place-machines'>).machine_id),
       'command-timeout': async (payload) => deps.machines.timedOut((payload as JobPayload<'evals', 'command-timeout'>).command_id),
       'runner-check': async (payload) => deps.machines.checkRunner((payload as JobPayload<'evals', 'runner-check'>).runner_id),
       'start-state-advance': async (payload) => deps.startStates.advance((payload as JobPayload<'evals', 'start-state-advance'>).start_state_id),
