@@ -32,6 +32,8 @@ describe('machine sessions: expiry', () => {
       // Both still pair, however late.
       const again = await container.sessions.connect({ code: gone.code, device: DEVICE, capabilities: CAPABILITIES });
       expect(again.session.status).to.equal('connected');
+      // Nobody sits at a machine: its hello is answered with the service's name and no greeting.
+      expect(again.agent).to.include({ displayName: 'Deskhand', greeting: '' });
       await container.sessions.connect({ code: unused.code, device: DEVICE, capabilities: CAPABILITIES });
       // A machine's session changes are not the org's webhooks' business: no org events for them.
       expect(await container.db('org_events').whereIn('session_id', [unused.code, gone.code])).to.deep.equal([]);
