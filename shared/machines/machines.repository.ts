@@ -129,6 +129,23 @@ export async function assignMachine(db: Knex.Transaction, machine: Pick<MachineR
   return inserted as CommandRow;
 }
 
+/**
+ * A machine on its runner (starting or running) is let go: it is stopping there, and its destroy
+ * command is recorded, in one statement. Undefined when it was not on a runner.
+ */
+export async function stopMachine(db: Knex.Transaction, machineId: string, destroy: Pick<CommandRow, 'id' | 'args'> & { deadlineMs: number }): Promise<{ machine: MachineRow; command: CommandRow } | undefined> {
+  const { rows } = await db.raw<{ rows: Array<CommandRow & { machine: MachineJson }> }>(
+    `with m as (update machines set status = 'stopping', updated_at = now() where id = ? and status in ('starting', 'running') returning *),
+          c as (insert into runner_commands (id, runner_id, machine_id, type, args, status, deadline_at)
+                select ?, m.runner_id, m.id, 'machine.destroy', ?::jsonb, 'sent', now() + (? * interval '1 millisecond') from m returning *)
+     select c.*, row_to_json(m) as machine from c join m on m.id = c.machine_id`,
+    [machineId, destroy.id, json(destroy.args), destroy.deadlineMs],
+  );
+  if (!rows[0]) return undefined;
+  const { machine, ...command } = rows[0];
+  return { machine: machineFromJson(machine), command: command as CommandRow };
+}
+
 export async function insertCommand(db: Db, row: NewCommand): Promise<CommandRow> {
   const [inserted] = await db<CommandRow>('runner_commands').insert(commandRow(db, row)).returning('*');
   return inserted!;
@@ -188,8 +205,7 @@ export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow
 
 /** A machine's move from one status to another (an ended one is stamped `ended_at`). */
 export interface MachineMove {
-  /** The status (or one of the statuses) the machine must be in. */
-  from: MachineStatus | readonly MachineStatus[];
+  from: MachineStatus;
   to: MachineStatus;
   error?: string;
 }
@@ -198,8 +214,7 @@ export interface MachineMove {
 export async function moveMachine(db: Db, id: string, move: MachineMove): Promise<MachineRow | undefined> {
   const ended = move.to === 'failed' || move.to === 'destroyed';
   const [row] = await db<MachineRow>('machines')
-    .where({ id })
-    .whereIn('status', typeof move.from === 'string' ? [move.from] : move.from)
+    .where({ id, status: move.from })
     .update({ status: move.to, ...(move.error ? { error: move.error } : {}), ...(ended ? { ended_at: db.fn.now() as never } : {}), updated_at: db.fn.now() as never })
     .returning('*');
   return row;

@@ -23,6 +23,7 @@ import {
   lostRunnerIds,
   overdueCommandIds,
   settleCommand,
+  stopMachine,
   unansweredCommands,
   updateMachine,
   waitingMachineIds,
@@ -191,10 +192,10 @@ export class MachinesService {
    * returns sends the destroy and ends the session once that transaction has committed.
    */
   async releaseIn(trx: Knex.Transaction, machineId: string): Promise<(reason: string) => Promise<void>> {
-    // The usual case, a machine on its runner, is one statement: it stops there.
-    const stopping = await moveMachine(trx, machineId, { from: ['starting', 'running'], to: 'stopping' });
-    if (stopping) {
-      const command = await this.insert(trx, stopping, 'machine.destroy', {}, DESTROY_TIMEOUT_MS);
+    // The usual case, a machine on its runner, is one statement: it stops there, its destroy recorded.
+    const stopped = await stopMachine(trx, machineId, { id: newId('cmd'), args: {}, deadlineMs: DESTROY_TIMEOUT_MS });
+    if (stopped) {
+      const { machine: stopping, command } = stopped;
       return async (reason) => {
         // The runner first: ending the session (its own transaction) need not hold the destroy up.
         await this.send(command);

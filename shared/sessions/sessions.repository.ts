@@ -85,14 +85,14 @@ export async function updateSession(db: Db, code: string, changes: Partial<Sessi
 }
 
 /**
- * Connects the computer that presents `code` (a reconnect included), in one statement: the next
- * connection epoch, its device and capabilities, no idle expiry while connected. Undefined when
- * the code is unknown or expired, or past its expiry while not connected (`findSessionByCode`
- * tells which).
+ * Connects the computer that presents `code` (a reconnect included) to a session of `kind`, in one
+ * statement: the next connection epoch, its device and capabilities, no idle expiry while
+ * connected. Undefined when no session of that kind has the code, or it expired, or it is past its
+ * expiry while not connected (`findSessionByCode` tells which).
  */
-export async function connectSession(db: Db, code: string, now: Date, computer: { device: DeviceInfo; capabilities: Capabilities }): Promise<SessionRow | undefined> {
+export async function connectSession(db: Db, code: string, now: Date, computer: { device: DeviceInfo; capabilities: Capabilities }, kind: SessionKind): Promise<SessionRow | undefined> {
   const [row] = await db<SessionRow>('sessions')
-    .where({ code })
+    .where({ code, kind })
     .whereNot({ status: 'expired' })
     .andWhere((live) => live.whereNull('expires_at').orWhere({ status: 'connected' }).orWhere('expires_at', '>', now))
     .update({

@@ -269,8 +269,11 @@ export class SessionsService {
     const code = normalizePairingCode(input.code);
     if (!code) throw new ConnectRefused('invalid', 'That is not a pairing code: it has four characters, a dash, and four more.');
     const now = this.deps.clock.now();
-    const { row, eventId } = await this.deps.db.transaction(async (trx) => {
-      const updated = await connectSession(trx, code, now, input);
+    // A machine's hello is one statement: nothing is written with it. A person's goes with its
+    // org event, in a transaction (after this statement found no machine's session with the code).
+    const machine = await connectSession(this.deps.db, code, now, input, 'machine');
+    const { row, eventId } = machine ? { row: machine, eventId: null } : await this.deps.db.transaction(async (trx) => {
+      const updated = await connectSession(trx, code, now, input, 'person');
       if (!updated) {
         const current = await findSessionByCode(trx, code);
         if (!current) throw new ConnectRefused('unknown_code', 'This code is not known. Check it, or ask for a new invite.');
