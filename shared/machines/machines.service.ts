@@ -98,26 +98,29 @@ export class MachinesService {
   }
 
   /**
-   * Queues a placement pass (worker-evals); passes asked for while one waits are one. Given the
-   * machine just recorded, the pass places it before it looks for the others.
+   * Queues a placement (worker-evals): of the machine just recorded, which runs beside any other;
+   * otherwise a pass over the waiting machines (passes asked for while one waits are one).
    */
   async placeSoon(machineId?: string): Promise<void> {
-    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machines', machineId ? { machine_id: machineId } : {}, {
+    if (machineId) {
+      await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machine', { machine_id: machineId }, { jobId: jobId('place-machine', machineId, Date.now()), removeOnComplete: true });
+      return;
+    }
+    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machines', {}, {
       jobId: jobId('place', Date.now(), randomString(6)),
-      // At most one pass runs and one waits: a request during a pass is the pass after it (whose
-      // machine, if not its own, is placed as one of the others).
+      // At most one pass runs and one waits: a request during a pass is the pass after it.
       deduplication: { id: 'place-machines', keepLastIfActive: true },
       removeOnComplete: true,
     });
   }
 
   /**
-   * Places waiting machines, `first` (when given) and then the others, oldest first, each on the
-   * runner with the most free slots (the org's own before cloud ones). A machine no runner can
-   * take now stays waiting. Returns how many were placed.
+   * Places waiting machines, oldest first, each on the runner with the most free slots (the
+   * org's own before cloud ones). A machine no runner can take now stays waiting. Returns how
+   * many were placed.
    */
-  async placeWaiting(first?: string): Promise<number> {
-    let placed = first && (await this.place(first)) ? 1 : 0;
+  async placeWaiting(): Promise<number> {
+    let placed = 0;
     for (const id of await waitingMachineIds(this.deps.db, PLACE_BATCH)) {
       if (await this.place(id)) placed += 1;
     }

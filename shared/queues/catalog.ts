@@ -69,11 +69,10 @@ export const JOBS = Object.freeze({
     call: Type.Object({ call_id: Id }, { additionalProperties: false }),
   },
   [QUEUE_NAMES.evals]: {
-    /**
-     * Places waiting machines on runners with free slots and sends their makes (docs/runners.md):
-     * `machine_id` first (the one just recorded), then the others, oldest first.
-     */
-    'place-machines': Type.Object({ machine_id: Type.Optional(Id) }, { additionalProperties: false }),
+    /** Places the machine just recorded on a runner with a free slot and sends its make; without one it waits (docs/runners.md). */
+    'place-machine': Type.Object({ machine_id: Id }, { additionalProperties: false }),
+    /** Places waiting machines on runners with free slots, oldest first, and sends their makes (docs/runners.md). */
+    'place-machines': Type.Object({}, { additionalProperties: false }),
     /** Delayed to a runner command's deadline: still unanswered, it fails with `timeout`. */
     'command-timeout': Type.Object({ command_id: Id }, { additionalProperties: false }),
     /** Delayed after a runner's connection closed: still offline, its machines are lost. */

@@ -6,7 +6,7 @@ import type { QueueWiring } from '../runtime';
 import type { SweepStep } from '../maintenance/sweep.processor';
 
 export interface EvalsDeps {
-  machines: Pick<MachinesService, 'placeWaiting' | 'timedOut' | 'checkRunner' | 'sweep'>;
+  machines: Pick<MachinesService, 'place' | 'placeWaiting' | 'timedOut' | 'checkRunner' | 'sweep'>;
   startStates: Pick<StartStateFlow, 'advance' | 'sweep'>;
   tries: Pick<TryFlow, 'schedule' | 'advance' | 'sweep'>;
 }
@@ -21,7 +21,8 @@ export function evalsWiring(deps: EvalsDeps): QueueWiring {
     queue: QUEUE_NAMES.evals,
     concurrency: 10,
     processors: {
-      'place-machines': async (payload) => deps.machines.placeWaiting((payload as JobPayload<'evals', 'place-machines'>).machine_id),
+      'place-machine': async (payload) => deps.machines.place((payload as JobPayload<'evals', 'place-machine'>).machine_id),
+      'place-machines': async () => deps.machines.placeWaiting(),
       'command-timeout': async (payload) => deps.machines.timedOut((payload as JobPayload<'evals', 'command-timeout'>).command_id),
       'runner-check': async (payload) => deps.machines.checkRunner((payload as JobPayload<'evals', 'runner-check'>).runner_id),
       'start-state-advance': async (payload) => deps.startStates.advance((payload as JobPayload<'evals', 'start-state-advance'>).start_state_id),
