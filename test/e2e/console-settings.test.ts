@@ -208,6 +208,23 @@ describe('the console\'s settings pages in a browser (Chromium)', function () {
     await page.getByText('No entries match these filters.').waitFor();
   });
 
+  it('the audit log shows 50 entries, then the older ones below them when asked', async () => {
+    for (let i = 0; i < 55; i++) expect((await service.api(orgKey, 'POST', '/v1/api_keys', { name: `Paged ${i}` })).status).to.equal(200);
+    const listed = await service.api(orgKey, 'GET', '/v1/audit_log?action=api_key.created&limit=100');
+    const total = listed.body.data.length as number;
+    expect(total).to.be.greaterThan(55).and.lessThan(100);
+    await page.goto(`${service.baseUrl}/console/settings/audit-log?action=api_key.created`);
+    await page.getByTestId('audit-status').getByText('50 entries shown; older ones follow.').waitFor();
+    expect(await page.locator('#audit-body tr').count()).to.equal(50);
+    expect(await page.locator('#audit-body tr').first().textContent()).to.contain(listed.body.data[0].object_id);
+
+    await page.getByRole('button', { name: 'Older entries' }).click();
+    await page.getByTestId('audit-status').getByText(`${total} entries.`).waitFor();
+    const ids = await page.locator('#audit-body tr td:nth-child(3) code').allTextContents();
+    expect(ids, 'every entry once, newest first').to.deep.equal(listed.body.data.map((entry: { object_id: string }) => entry.object_id));
+    expect(await page.getByRole('button', { name: 'Older entries' }).isHidden()).to.equal(true);
+  });
+
   it('a member opening the audit log sees why it is not shown', async () => {
     const member = await addMember(service, orgId, 'member');
     const memberContext = await browser.newContext();

@@ -3,7 +3,7 @@
 // one-off top-up (admins), and the top-ups list. Refusals show the API's own message in place.
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
-  const { api, el, when, say, show, wideRow } = window.deskhand;
+  const { api, el, when, say, show, wideRow, growingList } = window.deskhand;
   const pageStatus = document.getElementById('billing-status');
   const plansBody = document.getElementById('plans-body');
   const paymentsBody = document.getElementById('payments-body');
@@ -15,7 +15,6 @@ document.addEventListener('DOMContentLoaded', () => {
   const KINDS = { credit: 'Credit', top_up: 'Top-up', auto_top_up: 'Auto top-up' };
   let currentPlanId = null;
   let chart = null;
-  let paymentsCursor = null;
 
   const dollars = (cents) => money.format(cents / 100);
   const cents = (input) => Math.round(Number(input.value) * 100);
@@ -159,23 +158,19 @@ document.addEventListener('DOMContentLoaded', () => {
     );
   }
 
-  async function loadPayments(fromStart) {
-    if (fromStart) paymentsCursor = null;
-    const query = new URLSearchParams({ kind: 'payments', limit: '20' });
-    if (paymentsCursor) query.set('cursor', paymentsCursor);
-    try {
-      const list = await api('GET', '/v1/billing/ledger?' + query.toString());
-      if (fromStart) paymentsBody.replaceChildren();
-      paymentsBody.append(...list.data.map(paymentRow));
-      if (!paymentsBody.children.length) paymentsBody.append(wideRow(5, 'No top-ups or credits yet.'));
-      paymentsCursor = list.next_cursor;
-      morePayments.hidden = !list.has_more;
-      show(paymentsStatus, '');
-    } catch (error) {
+  const loadPayments = growingList({
+    body: paymentsBody,
+    more: morePayments,
+    path: (query) => '/v1/billing/ledger?' + new URLSearchParams([['kind', 'payments'], ...query]),
+    row: paymentRow,
+    columns: 5,
+    empty: 'No top-ups or credits yet.',
+    shown: () => show(paymentsStatus, ''),
+    failed: (error) => {
       paymentsBody.replaceChildren(wideRow(5, 'Not shown.'));
       show(paymentsStatus, 'Cannot read the top-ups: ' + error.message, true);
-    }
-  }
+    },
+  });
 
   topUpForm.addEventListener('submit', async (event) => {
     event.preventDefault();
@@ -209,7 +204,6 @@ document.addEventListener('DOMContentLoaded', () => {
     }
   });
 
-  morePayments.addEventListener('click', () => loadPayments(false));
 
   loadUsage()
     .then(loadPlans)

@@ -66,5 +66,34 @@
     return el('tr', {}, el('td', { colspan: columns, class: 'note' }, text));
   }
 
-  window.deskhand = { api, el, pageData, when, say, show, wideRow, ApiError };
+  /**
+   * A table that shows a list a page at a time, each page added below the last when its "more"
+   * button is pressed. `path(query)` is a page's API path (`query` holds its `limit` and `cursor`;
+   * add filters to it), `row(item)` an item's row, `empty` the text of the one row shown when the
+   * list has none (`columns` wide). After each page, `shown(list)`; when one cannot be read,
+   * `failed(error)`. Returns `read`: `read(true)` shows the first page again, `read(false)` adds the next.
+   */
+  function growingList({ body, more, path, row, columns, empty, limit = 20, shown = () => {}, failed }) {
+    let cursor = null;
+    async function read(fromStart) {
+      if (fromStart) cursor = null;
+      const query = new URLSearchParams({ limit: String(limit) });
+      if (cursor) query.set('cursor', cursor);
+      try {
+        const list = await api('GET', path(query));
+        if (fromStart) body.replaceChildren();
+        body.append(...list.data.map(row));
+        if (!body.children.length) body.append(wideRow(columns, empty));
+        cursor = list.next_cursor;
+        more.hidden = !list.has_more;
+        shown(list);
+      } catch (error) {
+        failed(error);
+      }
+    }
+    more.addEventListener('click', () => read(false));
+    return read;
+  }
+
+  window.deskhand = { api, el, pageData, when, say, show, wideRow, growingList, ApiError };
 })();

@@ -2,7 +2,7 @@
 // form's fields (kept in the page's address), a page at a time.
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
-  const { api, el, when } = window.deskhand;
+  const { el, when, growingList } = window.deskhand;
   const { show, actorText, wideRow } = window.settings;
   const FILTERS = ['object_type', 'object_id', 'action'];
   const form = document.getElementById('audit-filters');
@@ -10,14 +10,12 @@ document.addEventListener('DOMContentLoaded', () => {
   const status = document.getElementById('audit-status');
   const more = document.getElementById('more-audit');
   const params = new URLSearchParams(location.search);
-  const query = new URLSearchParams({ limit: '50' });
+  const query = new URLSearchParams();
   for (const name of FILTERS) {
     const value = (params.get(name) || '').trim();
     form.elements[name].value = value;
     if (value) query.set(name, value);
   }
-  let cursor = null;
-  let shown = 0;
 
   function entryRow(entry) {
     const data = Object.keys(entry.data || {}).length ? JSON.stringify(entry.data) : '';
@@ -32,25 +30,24 @@ document.addEventListener('DOMContentLoaded', () => {
     );
   }
 
-  async function load() {
-    const page = new URLSearchParams(query);
-    if (cursor) page.set('cursor', cursor);
-    try {
-      const list = await api('GET', '/v1/audit_log?' + page.toString());
-      if (!cursor) body.replaceChildren();
-      body.append(...list.data.map(entryRow));
+  const filtered = FILTERS.some((name) => query.has(name));
+  let shown = 0;
+  const load = growingList({
+    body,
+    more,
+    limit: 50,
+    path: (page) => '/v1/audit_log?' + new URLSearchParams([...query, ...page]),
+    row: entryRow,
+    columns: 5,
+    empty: filtered ? 'No entries match these filters.' : 'No entries yet.',
+    shown: (list) => {
       shown += list.data.length;
-      cursor = list.next_cursor;
-      more.hidden = !list.has_more;
-      const filtered = FILTERS.some((name) => query.has(name));
-      if (shown === 0) body.replaceChildren(wideRow(5, filtered ? 'No entries match these filters.' : 'No entries yet.'));
       show(status, shown === 0 ? '' : shown + (shown === 1 ? ' entry' : ' entries') + (list.has_more ? ' shown; older ones follow.' : '.'));
-    } catch (error) {
+    },
+    failed: (error) => {
       more.hidden = true;
       show(status, 'Cannot read the audit log: ' + error.message, true);
-    }
-  }
-
-  more.addEventListener('click', load);
-  load();
+    },
+  });
+  load(true);
 });

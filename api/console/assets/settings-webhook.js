@@ -2,7 +2,7 @@
 // test event, and the delivery log with every attempt (status, time, answer) and redelivery.
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
-  const { api, el, when, say } = window.deskhand;
+  const { api, el, when, say, growingList } = window.deskhand;
   const { show, rowStatus, button, askFirst, wideRow } = window.settings;
   const form = document.getElementById('webhook-form');
   const urlInput = document.getElementById('webhook-url');
@@ -16,7 +16,6 @@ document.addEventListener('DOMContentLoaded', () => {
   const deliveriesBody = document.getElementById('deliveries-body');
   const deliveriesStatus = document.getElementById('deliveries-status');
   const more = document.getElementById('more-deliveries');
-  let cursor = null;
   let polling = null;
 
   function showEndpoint(webhook) {
@@ -117,23 +116,19 @@ document.addEventListener('DOMContentLoaded', () => {
     return row;
   }
 
-  async function loadDeliveries(fromStart) {
-    if (fromStart) cursor = null;
-    const query = new URLSearchParams({ limit: '20' });
-    if (cursor) query.set('cursor', cursor);
-    try {
-      const list = await api('GET', '/v1/webhook/deliveries?' + query.toString());
-      if (fromStart) deliveriesBody.replaceChildren();
-      deliveriesBody.append(...list.data.map(deliveryRow));
-      if (!deliveriesBody.children.length) deliveriesBody.append(wideRow(5, 'No deliveries yet.'));
-      cursor = list.next_cursor;
-      more.hidden = !list.has_more;
+  const loadDeliveries = growingList({
+    body: deliveriesBody,
+    more,
+    path: (query) => '/v1/webhook/deliveries?' + query,
+    row: deliveryRow,
+    columns: 5,
+    empty: 'No deliveries yet.',
+    shown: () => {
       show(deliveriesStatus, '');
       follow();
-    } catch (error) {
-      show(deliveriesStatus, 'Cannot read the delivery log: ' + error.message, true);
-    }
-  }
+    },
+    failed: (error) => show(deliveriesStatus, 'Cannot read the delivery log: ' + error.message, true),
+  });
 
   /** While a shown delivery is pending, reads it again every two seconds (GET one delivery) until it settles. */
   function follow() {
@@ -157,7 +152,6 @@ document.addEventListener('DOMContentLoaded', () => {
     }, 2000);
   }
 
-  more.addEventListener('click', () => loadDeliveries(false));
   document.getElementById('refresh-deliveries').addEventListener('click', () => loadDeliveries(true));
 
   api('GET', '/v1/webhook')
