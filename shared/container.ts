@@ -19,7 +19,7 @@ import { ComputerLink } from './desktop/computer-link';
 import { SessionsService } from './sessions/sessions.service';
 import { sessionAgentDirectory } from './sessions/session-agents';
 import { createKeyedLimiter } from './rate-limits';
-import { createModelRegistry, type ModelRegistry } from './models/catalog';
+import { createModelRegistry, type ModelRegistry } from './models/registry';
 import { TaskLoop } from './tasks/loop';
 import type { TaskChangeObserver } from './tasks/task-change';
 import { followerNotes, orgEventDispatch } from './tasks/task-change-observers';

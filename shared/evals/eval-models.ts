@@ -7,7 +7,8 @@
  * - else an Anthropic key: the catalog's slot A1 (its API takes no temperature any more).
  * Gemini is not used here: a deployment with only a Gemini key gets the scripted pair.
  */
-import { ACTIVE_CATALOG, type ModelRegistryConfig, type ModelSlot, type VendorConfig } from '../models/catalog';
+import { ACTIVE_CATALOG, type ModelSlot } from '../models/catalog';
+import type { ModelRegistryConfig, VendorConfig } from '../models/registry';
 import type { ModelBackendId } from '../models/model.types';
 import type { FetchLike } from '../models/vendor-http';
 import { AnthropicTextModel } from './anthropic-text-model';

@@ -3,20 +3,8 @@
  * its scope check. Vendor backends are reached through `createModelRegistry`.
  */
 export * from './model.types';
-export {
-  createModelRegistry,
-  DEFAULT_MODEL,
-  isModelId,
-  MODEL_CATALOG,
-  MODEL_IDS,
-  modelRegistryConfigFromEnv,
-  vendorOf,
-  type ModelCatalogEntry,
-  type ModelRegistry,
-  type ModelRegistryConfig,
-  type ModelVendor,
-  type VendorConfig,
-} from './catalog';
+export { DEFAULT_MODEL, isModelId, MODEL_CATALOG, MODEL_IDS, vendorOf, type ModelCatalogEntry, type ModelVendor } from './catalog';
+export { createModelRegistry, modelRegistryConfigFromEnv, type ModelRegistry, type ModelRegistryConfig, type VendorConfig } from './registry';
 export { judgeScopeScripted, parseScript, ScriptedBackend, ScriptParseError, scriptedTurn, type ScopeJudgement, type ScriptStep } from './scripted';
 export { AnthropicBackend } from './anthropic';
 export { OpenAIBackend } from './openai';

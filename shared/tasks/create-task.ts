@@ -3,7 +3,7 @@ import type { Clock } from '../clock';
 import type { Actor } from '../audit/actor';
 import type { AgentForTask } from '../agents/agents.service';
 import type { AgentConfig } from '../agents/agent-config';
-import type { ModelRegistry } from '../models/catalog';
+import type { ModelRegistry } from '../models/registry';
 import type { SessionRow } from '../sessions/sessions.repository';
 import { recordAudit } from '../audit/audit.repository';
 import { ApiError, conflict, invalidRequest, notFound } from '../errors';

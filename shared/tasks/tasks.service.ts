@@ -3,7 +3,7 @@ import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import type { Caller } from '../audit/actor';
 import type { AgentService } from '../agents/agents.service';
-import type { ModelRegistry } from '../models/catalog';
+import type { ModelRegistry } from '../models/registry';
 import { recordAudit } from '../audit/audit.repository';
 import { invalidRequest, notFound } from '../errors';
 import type { Page, PageRequest } from '../pagination';

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { loadImage } from '@napi-rs/canvas';
 import { AnthropicBackend } from '../../shared/models/anthropic';
-import { createModelRegistry } from '../../shared/models/catalog';
+import { createModelRegistry } from '../../shared/models/registry';
 import { GeminiBackend } from '../../shared/models/gemini';
 import { OpenAIBackend } from '../../shared/models/openai';
 import { startStub, type Stub } from '../support/vendor-stub';

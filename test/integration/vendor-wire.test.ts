@@ -7,7 +7,8 @@
  */
 import { expect } from 'chai';
 import { AnthropicBackend } from '../../shared/models/anthropic';
-import { BUILT_IN_CATALOG, createModelRegistry, loadModelCatalog, ModelCatalogError } from '../../shared/models/catalog';
+import { BUILT_IN_CATALOG, loadModelCatalog, ModelCatalogError } from '../../shared/models/catalog';
+import { createModelRegistry } from '../../shared/models/registry';
 import { GeminiBackend } from '../../shared/models/gemini';
 import { type ModelTurnInput, type TurnOutcome } from '../../shared/models/model.types';
 import { OpenAIBackend } from '../../shared/models/openai';

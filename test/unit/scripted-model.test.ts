@@ -1,13 +1,7 @@
 import { expect } from 'chai';
 import type { Observation } from '../../shared/desktop/protocol';
-import {
-  createModelRegistry,
-  DEFAULT_MODEL,
-  MODEL_CATALOG,
-  MODEL_IDS,
-  modelRegistryConfigFromEnv,
-  vendorOf,
-} from '../../shared/models/catalog';
+import { DEFAULT_MODEL, MODEL_CATALOG, MODEL_IDS, vendorOf } from '../../shared/models/catalog';
+import { createModelRegistry, modelRegistryConfigFromEnv } from '../../shared/models/registry';
 import { ModelError, type ModelTurnInput, type ModelTurnOutput, type TurnOutcome } from '../../shared/models/model.types';
 import { judgeScopeScripted, parseScript, ScriptedBackend, ScriptParseError, scriptedTurn } from '../../shared/models/scripted';
 

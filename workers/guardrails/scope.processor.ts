@@ -1,6 +1,6 @@
 import type { Knex } from '../../shared/db/knex';
 import type { JobPayload } from '../../shared/queues/catalog';
-import type { ModelRegistry } from '../../shared/models/catalog';
+import type { ModelRegistry } from '../../shared/models/registry';
 import { ModelError } from '../../shared/models/model.types';
 import { judgeScope, scopeCheckFailed, type ScopeJudgement } from '../../shared/guardrails/scope-check';
 import { findTaskById } from '../../shared/tasks/tasks.repository';

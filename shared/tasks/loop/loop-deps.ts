@@ -1,6 +1,6 @@
 import type { Knex } from '../../db/knex';
 import type { ComputerLink } from '../../desktop/computer-link';
-import type { ModelRegistry } from '../../models/catalog';
+import type { ModelRegistry } from '../../models/registry';
 import type { AgentFileService } from '../../agents/agent-files.service';
 import type { JobQueues } from '../../queues/job-queues';
 import type { TaskChangeDeps } from '../task-change';
