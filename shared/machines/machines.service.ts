@@ -135,8 +135,9 @@ export class MachinesService {
       const locked = await lockCandidateRunners(trx, machineId, this.deps.offlineAfterMs);
       if (!locked.length) return null;
       const waiting = await lockWaitingWithCandidates(trx, machineId, locked);
-      const runner = waiting?.candidates.find((candidate) => candidate.live < candidate.slots);
-      return runner ? this.assign(trx, waiting!.machine, runner.id) : null;
+      if (!waiting) return null;
+      const runner = waiting.candidates.find((candidate) => candidate.live < candidate.slots);
+      return runner ? this.assign(trx, waiting.machine, runner.id) : null;
     });
     if (!sent) return false;
     await this.send(sent);
