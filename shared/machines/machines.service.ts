@@ -319,13 +319,21 @@ export class MachinesService {
     const { command, machine, handedOver } = applied;
     if (handedOver) await this.send(handedOver);
     if (command.status === 'failed') this.deps.logger.warn({ command: command.id, type: command.type, runner: command.runner_id, code: command.error_code, error: command.error }, 'runner command failed');
-    if (!machine) return;
     // The change is committed: the runner hears so first (its acknowledgement is written in this
-    // turn of the event loop), and the notices go out in the next. One that does not (a process
+    // turn of the event loop), and the rest goes out in the next. A notice that does not (a process
     // gone meanwhile) is made up for by the sweep, which looks at the rows.
     setImmediate(() => {
-      this.tellOfChange(command, machine, handedOver !== null).catch((error: unknown) => this.deps.logger.warn({ err: error, machine: machine.id }, 'could not tell what a machine change means; the sweep will'));
+      if (fromRunner !== undefined) void this.forgetTimeout(command.id);
+      if (machine) this.tellOfChange(command, machine, handedOver !== null).catch((error: unknown) => this.deps.logger.warn({ err: error, machine: machine.id }, 'could not tell what a machine change means; the sweep will'));
     });
+  }
+
+  /**
+   * An answered command's timeout job is dropped: left, it would fire at the deadline only to find
+   * the command settled. One that cannot be dropped (Redis down, or the job running now) does just that.
+   */
+  private async forgetTimeout(commandId: string): Promise<void> {
+    await this.deps.queues.queue(QUEUE_NAMES.evals).remove(jobId('command-timeout', commandId)).catch(() => undefined);
   }
 
   /** After a settled command changed its machine: its owner is told, and a slot it freed is offered to what waits for one. */

@@ -149,6 +149,22 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect(machines.map((m: { status: string }) => m.status)).to.deep.equal(['failed', 'failed', 'failed']);
   });
 
+  it('an answered command\'s timeout job is dropped; an unanswered one keeps it', async () => {
+    const { runnerId } = await connectRunner('timeout-jobs-image', 1, { autoDestroy: false });
+    const evals = service.running.container.queues.queue('evals');
+    const timeoutJob = (commandId: string) => evals.getJob(`command-timeout-${commandId}`);
+    const open = await createState({ name: 'timeout jobs', from: 'timeout-jobs-image', method: 'hand' });
+    const command = async (type: string) => db()('runner_commands').where({ runner_id: runnerId, type }).first();
+    await waitFor(async () => (await command('machine.make'))?.status === 'done', 5000, 'the make answered');
+    await waitFor(async () => (await timeoutJob((await command('machine.make')).id)) === undefined, 5000, 'the make\'s timeout job dropped');
+    // The destroy is not answered (autoDestroy off): its deadline still stands.
+    expect((await api('DELETE', `/v1/start_states/${open.start_state_id}`)).status).to.equal(200);
+    await waitFor(async () => (await command('machine.destroy')) !== undefined, 5000, 'the destroy sent');
+    const destroy = await timeoutJob((await command('machine.destroy')).id);
+    expect(destroy, 'the destroy\'s timeout job').to.not.equal(undefined);
+    expect(await destroy!.isDelayed()).to.equal(true);
+  });
+
   it('a runner that reconnects without a machine loses it: the open state returns to its last version (never saved: failed)', async () => {
     const first = await connectRunner('restart-image', 1);
     const made = await createState({ name: 'opened', from: 'restart-image', method: 'hand' });
