@@ -283,9 +283,9 @@ export class SessionsService {
       return { row: updated, eventId: id };
     });
     await dispatchOrgEvents(this.deps.queues, eventId ? [eventId] : []);
-    // A machine shows nobody a greeting: its agent is not read.
-    const fallback = { agentId: row.agent_id, displayName: row.kind === 'machine' ? SERVICE_DISPLAY_NAME : '', greeting: '', inviteUrlTemplate: row.invite_url ?? '' };
-    const agent = row.kind === 'machine' ? fallback : await this.deps.agents.forSession(row.org_id, row.agent_id).catch(() => fallback);
+    // Nobody sits at a machine: its hello names the service and greets nobody, and its agent is not read.
+    const unnamed = { agentId: row.agent_id, displayName: '', greeting: '', inviteUrlTemplate: row.invite_url ?? '' };
+    const agent = row.kind === 'machine' ? { ...unnamed, displayName: SERVICE_DISPLAY_NAME } : await this.deps.agents.forSession(row.org_id, row.agent_id).catch(() => unnamed);
     return { session: row, epoch: row.connection_epoch, agent };
   }
 
