@@ -1,6 +1,6 @@
 /**
  * Machines and the commands sent to runners about them, as PostgreSQL keeps them
- * (migrations/20261126000003). Types only, shared by the repository and the services.
+ * (migrations/20261126000003): their types, and the few rules read off a status or an image, shared by the repository and the services.
  */
 
 /** A disk a machine starts from: an image a runner has, or a saved start state version (docs/runners.md). */
@@ -11,6 +11,9 @@ export type MachineStatus = 'waiting' | 'starting' | 'running' | 'stopping' | 'd
 
 /** The statuses that take one of the runner's slots. */
 export const LIVE_MACHINE_STATUSES: readonly MachineStatus[] = ['starting', 'running', 'stopping'];
+
+/** Whether a machine in this status is over for good (destroyed, or failed): its slot, if it had one, is free. */
+export const machineEnded = (status: MachineStatus): boolean => status === 'failed' || status === 'destroyed';
 
 /** Who a machine is for; told of each of its changes (`MachineOwners`). */
 export type MachineOwnerKind = 'start_state' | 'try';

@@ -1,5 +1,5 @@
 import type { Knex } from '../db/knex';
-import { LIVE_MACHINE_STATUSES, type CommandRow, type CommandType, type MachineRow, type MachineStatus } from './machine-rows';
+import { LIVE_MACHINE_STATUSES, machineEnded, type CommandRow, type CommandType, type MachineRow, type MachineStatus } from './machine-rows';
 
 type Db = Knex | Knex.Transaction;
 
@@ -180,7 +180,7 @@ export type CommandMove = { type: CommandType; from: MachineStatus; to: MachineS
  * command.
  */
 export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId: string | undefined, moves: readonly CommandMove[]): Promise<Settled | undefined> {
-  const moveRows = moves.map((move) => ({ ...move, error: move.error ?? null, ended: move.to === 'failed' || move.to === 'destroyed' }));
+  const moveRows = moves.map((move) => ({ ...move, error: move.error ?? null, ended: machineEnded(move.to) }));
   const { rows } = await db.raw<{ rows: Array<CommandRow & { moved: MachineJson | null; machine: MachineJson | null; machines_wait: boolean }> }>(
     `with c as (
        update runner_commands set status = ?, result = ?, error_code = ?, error = ?, finished_at = now()
@@ -212,7 +212,7 @@ export interface MachineMove {
 
 /** Moves the machine when it is in `move.from`, in one statement; undefined when it is not. */
 export async function moveMachine(db: Db, id: string, move: MachineMove): Promise<MachineRow | undefined> {
-  const ended = move.to === 'failed' || move.to === 'destroyed';
+  const ended = machineEnded(move.to);
   const [row] = await db<MachineRow>('machines')
     .where({ id, status: move.from })
     .update({ status: move.to, ...(move.error ? { error: move.error } : {}), ...(ended ? { ended_at: db.fn.now() as never } : {}), updated_at: db.fn.now() as never })

@@ -6,7 +6,7 @@ import { QUEUE_NAMES } from '../queues/catalog';
 import { newId, randomString } from '../ids';
 import type { SessionsService } from '../sessions/sessions.service';
 import type { RunnerLink } from '../runners/runner-link';
-import type { CommandAnswer, CommandRow, CommandType, Disk, MachineOwnerKind, MachineRow } from './machine-rows';
+import { machineEnded, type CommandAnswer, type CommandRow, type CommandType, type Disk, type MachineOwnerKind, type MachineRow } from './machine-rows';
 import {
   assignMachine,
   findMachine,
@@ -312,7 +312,7 @@ export class MachinesService {
       const { command, machine, moved } = settled;
       // A slot freed while machines wait goes to one of them now. When none waits, a machine
       // recorded meanwhile is placed by the pass queued below, which sees this commit.
-      const freed = moved?.status === 'failed' || moved?.status === 'destroyed';
+      const freed = moved !== undefined && machineEnded(moved.status);
       return { command, machine, handedOver: freed && settled.machinesWait ? await this.handOverSlot(trx, command.runner_id) : null };
     });
     if (!applied) return;
@@ -339,7 +339,7 @@ export class MachinesService {
   /** After a settled command changed its machine: its owner is told, and a slot it freed is offered to what waits for one. */
   private async tellOfChange(command: CommandRow, machine: MachineRow, handedOver: boolean): Promise<void> {
     const told: Array<Promise<unknown>> = [this.deps.notifyOwner(machine, `${command.type}:${command.id}`)];
-    if (machine.status === 'failed' || machine.status === 'destroyed') {
+    if (machineEnded(machine.status)) {
       // A make that timed out may still finish on the runner later: it is told to destroy it.
       if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });
       // Its slot is free (or it never got one) and no waiting machine took it over: machines and

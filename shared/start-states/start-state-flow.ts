@@ -10,7 +10,7 @@ import type { CreateTaskInput, CreatedTask } from '../tasks/create-task';
 import { findTaskById } from '../tasks/tasks.repository';
 import type { TaskChangeObserver } from '../tasks/task-change';
 import type { MachinesService } from '../machines/machines.service';
-import type { CommandRow, MachineRow } from '../machines/machine-rows';
+import { machineEnded, type CommandRow, type MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
 import { findStartStateById, findStartStateByTask, startStatesNeedingAttention, updateStartState } from './start-states.repository';
 import { stateDisk, type StartStateRow } from './start-state-rows';
@@ -95,7 +95,7 @@ export class StartStateFlow {
       await this.revert(trx, state, 'The open machine closed unsaved at view.expires_at', 'start_state.closed');
       return;
     }
-    if (machine.status === 'failed' || machine.status === 'destroyed') {
+    if (machineEnded(machine.status)) {
       await this.machineGone(trx, state, machine, after);
       return;
     }
@@ -236,7 +236,7 @@ export function startStateTasks(deps: { db: Knex; queues: JobQueues }): TaskChan
   };
 }
 
-const isLive = (machine: MachineRow) => machine.status !== 'failed' && machine.status !== 'destroyed';
+const isLive = (machine: MachineRow) => !machineEnded(machine.status);
 
 /** A failed script's `error`: its exit status and the end of its output, or why it did not finish. */
 function scriptFailure(run: CommandRow): string {

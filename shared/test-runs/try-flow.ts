@@ -11,7 +11,7 @@ import type { RespondInput, AnsweredBy } from '../tasks/loop/answers';
 import type { TaskRow } from '../tasks/task-rows';
 import { findTaskById } from '../tasks/tasks.repository';
 import type { MachinesService } from '../machines/machines.service';
-import type { MachineRow } from '../machines/machine-rows';
+import { machineEnded, type MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
 import type { CaseSnapshot, CustomerSpec, TryRow } from './test-run-rows';
 import { findRun, findTry, findTryWithRun, freeSlotsFor, type RunOfTry, hasOpenTries, runsWithoutOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
@@ -223,7 +223,7 @@ export class TryFlow {
       return;
     }
     if (!machine) return;
-    if (machine.status === 'failed' || machine.status === 'destroyed') {
+    if (machineEnded(machine.status)) {
       if (row.phase !== 'done') await this.infrastructureFailed(trx, at, `The machine was lost: ${machine.error ?? 'it stopped'}`, after);
       return;
     }
