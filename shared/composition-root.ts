@@ -34,7 +34,7 @@ export function composeDeskhand(config: Readonly<Config>, options: Parameters<ty
   const { logger, loop, sessions } = container;
   // What a computer sends while its task runs goes to the task loop.
   const inboxes = [taskDesktopInbox(loop, logger.child({ scope: 'desktop-inbox' }))];
-  const gateways = [desktopGateway({ sessions, logger: logger.child({ scope: 'desktop-gateway' }) }, inboxes), runnersGateway({ runners: container.runners, machines: container.machines, console: container.runnerConsole })];
+  const gateways = [desktopGateway({ sessions, logger: logger.child({ scope: 'desktop-gateway' }) }, inboxes), runnersGateway({ runners: container.runners, machines: container.machines, console: container.runnerConsole, link: container.runnerLink })];
   const evals = { machines: container.machines, startStates: container.startStateFlow, tries: container.tryFlow };
   const { webhookDelivery } = container;
   const wirings: QueueWirings = {

@@ -87,6 +87,8 @@ export interface Container {
   machines: MachinesService;
   /** An open machine's screen and input, through its runner (a web process attaches it). */
   runnerConsole: RunnerConsole;
+  /** Commands to runners: through the Redis emitter, or a web process's own namespace once the gateway attaches it. */
+  runnerLink: RunnerLink;
   startStates: StartStatesService;
   startStateFlow: StartStateFlow;
   testRuns: TestRunsService;
@@ -278,6 +280,7 @@ export function createContainer(
     runners,
     machines,
     runnerConsole,
+    runnerLink,
     startStates,
     startStateFlow,
     testRuns,

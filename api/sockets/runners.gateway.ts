@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
-import { RUNNERS_NAMESPACE, RunnerEvents, runnerRoom } from '../../shared/runners/runner-link';
+import { RUNNERS_NAMESPACE, RunnerEvents, runnerRoom, type RunnerLink } from '../../shared/runners/runner-link';
 import { RunnerRefused, type RunnerConnection, type RunnersService } from '../../shared/runners/runners.service';
 import { invalidRequest } from '../../shared/errors';
 import type { MachinesService } from '../../shared/machines/machines.service';
@@ -41,7 +41,7 @@ const validDone = ajv.compile(Done);
  * has, heartbeats, and answers the commands the service sends it. Everything it changes goes
  * through `RunnersService` and `MachinesService`, which keep it in PostgreSQL for every process.
  */
-export function runnersGateway(deps: { runners: RunnersService; machines: MachinesService; console: RunnerConsole }): Gateway<RunnerConnection & { machines: readonly string[] }> {
+export function runnersGateway(deps: { runners: RunnersService; machines: MachinesService; console: RunnerConsole; link: RunnerLink }): Gateway<RunnerConnection & { machines: readonly string[] }> {
   const { runners, machines } = deps;
   return {
     namespace: RUNNERS_NAMESPACE,
@@ -83,7 +83,12 @@ export function runnersGateway(deps: { runners: RunnersService; machines: Machin
     // What it runs is reconciled with what the service placed on it; what it missed is sent again.
     welcome: ({ data }) => machines.runnerConnected(data.runnerId, data.machines),
 
-    setUp: (namespace) => deps.console.attach(namespace),
+    // This process's commands and console requests go through its own namespace (a runner
+    // connected here hears them at once).
+    setUp(namespace) {
+      deps.console.attach(namespace);
+      deps.link.attach(namespace);
+    },
 
     events: [RunnerEvents.heartbeat, RunnerEvents.done],
     async receive(data, event, payload) {

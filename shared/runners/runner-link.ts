@@ -1,4 +1,5 @@
 import { Emitter } from '@socket.io/redis-emitter';
+import type { Namespace } from 'socket.io';
 import type { Redis } from '../redis';
 import { socketIoKey } from '../desktop/computer-link';
 import { RunnerEvents } from './runner-events';
@@ -10,18 +11,32 @@ export { RunnerEvents } from './runner-events';
 /** The socket.io room of a runner: its connection joins it. */
 export const runnerRoom = (runnerId: string) => `runner:${runnerId}`;
 
+/** What both socket.io's emitter and a web process's namespace offer: a room to send to or close. */
+interface RunnerRooms {
+  to(room: string): { emit(event: string, payload: object): unknown };
+  in(room: string): { disconnectSockets(close: boolean): unknown };
+}
+
 /**
- * How any process reaches a runner's connection (socket.io's Redis emitter): the web process
- * that holds it acts. Nothing here holds a socket.
+ * How any process reaches a runner's connection: through socket.io's Redis emitter, and the web
+ * process that holds it acts. A web process sends through its own `/runners` namespace instead
+ * (`attach`): a runner connected there gets the message at once, without the round trip through
+ * Redis, and the Redis adapter still passes it on to the other web processes. Nothing here holds
+ * a socket.
  */
 export class RunnerLink {
-  private readonly runners;
+  private runners: RunnerRooms;
 
   constructor(redis: Redis, prefix: string) {
     // A failed PUBLISH (Redis down) must not become an unhandled rejection; a revoked runner
     // whose disconnect was lost is refused at its next heartbeat (`RunnersService.heartbeat`).
     const publisher = { publish: (channel: string, message: string | Buffer) => redis.publish(channel, message).catch(() => 0) };
     this.runners = new Emitter(publisher, { key: socketIoKey(prefix) }).of(RUNNERS_NAMESPACE);
+  }
+
+  /** In a web process: sends through its `/runners` namespace from now on (the gateway attaches it). */
+  attach(namespace: Namespace): void {
+    this.runners = namespace;
   }
 
   /**
