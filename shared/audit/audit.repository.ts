@@ -57,7 +57,12 @@ function toEntry(row: AuditRow): AuditEntry {
 
 /** Records a change; call it inside the transaction that makes the change. */
 export async function recordAudit(db: Knex | Knex.Transaction, entry: AuditEntryInput): Promise<void> {
-  await db('audit_log').insert({
+  await db('audit_log').insert(auditRow(entry));
+}
+
+/** The audit-log row of an entry, for a statement that writes it beside the change (`recordAudit`). */
+export function auditRow(entry: AuditEntryInput) {
+  return {
     id: newId('aud'),
     org_id: entry.orgId,
     actor: entry.actor === null ? null : JSON.stringify(entry.actor),
@@ -66,7 +71,7 @@ export async function recordAudit(db: Knex | Knex.Transaction, entry: AuditEntry
     object_id: entry.objectId,
     data: JSON.stringify(entry.data ?? {}),
     request_id: entry.requestId ?? null,
-  });
+  };
 }
 
 export interface AuditFilter {

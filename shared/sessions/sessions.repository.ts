@@ -4,6 +4,7 @@ import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { WithIsoTimestamps } from '../db/timestamps';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
 import { newPairingCode } from './pairing-code';
+import { auditRow, type AuditEntryInput } from '../audit/audit.repository';
 
 export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
 /**
@@ -119,6 +120,40 @@ export async function disconnectSession(db: Db, code: string, epoch: number, now
     .update({ status: 'disconnected', last_active_at: now, expires_at: db.raw("case when kind = 'person' then ?::timestamptz end", [idleExpiresAt]) as never })
     .returning('*');
   return row;
+}
+
+/**
+ * Ends the session with `code` of the org and kind given, in one statement: expired now, its
+ * connection's epoch moved on, and its audit row (`session.expired`) written with it. Undefined
+ * when the org has no such session; `changed` false when it had expired already. The row lock
+ * taken first makes a second end, at the same time, find it expired.
+ */
+export async function expireSession(
+  db: Db,
+  code: string,
+  owner: { orgId: string; kind: SessionKind },
+  now: Date,
+  audit: Pick<AuditEntryInput, 'actor' | 'data' | 'requestId'>,
+): Promise<{ row: SessionRow; changed: boolean; wasConnected: boolean } | undefined> {
+  const entry = auditRow({ ...audit, orgId: owner.orgId, action: 'session.expired', objectType: 'session', objectId: code });
+  const { rows } = (await db.raw(
+    `with target as (select *, status as was from sessions where code = ? and org_id = ? and kind = ? for update),
+     ended as (
+       update sessions s set status = 'expired', expires_at = ?, connection_epoch = s.connection_epoch + 1
+       from target t where s.code = t.code and t.was <> 'expired'
+       returning s.*, t.was),
+     audited as (
+       insert into audit_log (id, org_id, actor, action, object_type, object_id, data, request_id)
+       select ?, org_id, ?::jsonb, ?, ?, code, ?::jsonb, ? from ended)
+     select *, true as changed from ended
+     union all
+     select *, false as changed from target where not exists (select 1 from ended)`,
+    [code, owner.orgId, owner.kind, now, entry.id, entry.actor, entry.action, entry.object_type, entry.data, entry.request_id],
+  )) as { rows: Array<SessionRow & { was: SessionRow['status']; changed: boolean }> };
+  const [found] = rows;
+  if (!found) return undefined;
+  const { was, changed, ...row } = found;
+  return { row, changed, wasConnected: was === 'connected' };
 }
 
 /** A task was created on the session: it counts, and is the session's latest. */

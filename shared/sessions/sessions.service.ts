@@ -31,6 +31,8 @@ import {
   updateSession,
   type SessionFilter,
   type SessionRow,
+  type SessionKind,
+  expireSession,
 } from './sessions.repository';
 
 // Where they were first written; importers keep working.
@@ -226,7 +228,7 @@ export class SessionsService {
 
   /** The team ends the session: code and token stop working, a running task stops. */
   async expire(auth: AuthContext, code: string, requestId: string): Promise<Session> {
-    const row = await this.end(code, (current) => current.org_id === auth.orgId && current.kind === 'person', { actor: auth.actor, requestId });
+    const row = await this.end(code, { orgId: auth.orgId, kind: 'person' }, { actor: auth.actor, requestId });
     return toSession(row);
   }
 
@@ -236,24 +238,18 @@ export class SessionsService {
    * way a machine session expires. 404 for a code of another org or of a person's session.
    */
   async endMachineSession(orgId: string, code: string, audit: { actor?: Actor; requestId?: string; reason?: string } = {}): Promise<SessionRow> {
-    return this.end(code, (current) => current.org_id === orgId && current.kind === 'machine', {
+    return this.end(code, { orgId, kind: 'machine' }, {
       actor: audit.actor ?? null,
       requestId: audit.requestId,
       data: audit.reason ? { reason: audit.reason } : undefined,
     });
   }
 
-  /** Expires the session `owns` accepts (404 for any other), once; the audit row commits with it. */
-  private async end(code: string, owns: (row: SessionRow) => boolean, audit: { actor: Actor; requestId?: string; data?: Record<string, unknown> }): Promise<SessionRow> {
-    const now = this.deps.clock.now();
-    const { row, changed, wasConnected } = await this.deps.db.transaction(async (trx) => {
-      const current = await findSessionByCode(trx, code, true);
-      if (!current || !owns(current)) throw notFound(`No session ${code}`);
-      if (current.status === 'expired') return { row: current, changed: false, wasConnected: false };
-      const updated = await updateSession(trx, code, { status: 'expired', expires_at: now, connection_epoch: current.connection_epoch + 1 });
-      await recordAudit(trx, { orgId: current.org_id, actor: audit.actor, action: 'session.expired', objectType: 'session', objectId: code, data: audit.data, requestId: audit.requestId });
-      return { row: updated, changed: true, wasConnected: current.status === 'connected' };
-    });
+  /** Expires the org's session of the kind given (404 for any other), once; the audit row commits with it. */
+  private async end(code: string, owner: { orgId: string; kind: SessionKind }, audit: { actor: Actor; requestId?: string; data?: Record<string, unknown> }): Promise<SessionRow> {
+    const ended = await expireSession(this.deps.db, code, owner, this.deps.clock.now(), audit);
+    if (!ended) throw notFound(`No session ${code}`);
+    const { row, changed, wasConnected } = ended;
     if (changed) {
       if (wasConnected) this.deps.link.release(code, 'This session has ended.');
       await this.computerGone(row, 'expired');

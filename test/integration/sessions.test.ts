@@ -191,6 +191,19 @@ describe('sessions', () => {
       expect(await late.hello(body.code)).to.deep.equal({ ok: false, code: 'expired', message: 'This code has expired. Ask for a new invite.' });
       expect((await service.api(org.key, 'POST', `/v1/sessions/${body.code}/expire`)).body.status).to.equal('expired');
     });
+
+    it('POST /expire sent three times at once ends it once: one session.expired row; 404 for another org', async () => {
+      const { body } = await service.api(org.key, 'POST', '/v1/sessions', {});
+      const other = await service.newOrg();
+      expect((await service.api(other.key, 'POST', `/v1/sessions/${body.code}/expire`)).status).to.equal(404);
+      const answers = await Promise.all([1, 2, 3].map(() => service.api(org.key, 'POST', `/v1/sessions/${body.code}/expire`)));
+      expect(answers.map((answer) => [answer.status, answer.body.status])).to.deep.equal([[200, 'expired'], [200, 'expired'], [200, 'expired']]);
+      expect(new Set(answers.map((answer) => answer.body.expires_at)).size).to.equal(1);
+      const rows = await service.running.container.db('audit_log').where({ object_id: body.code, action: 'session.expired' });
+      expect(rows).to.have.length(1);
+      expect(rows[0].org_id).to.equal(org.orgId);
+      expect(rows[0].actor).to.include({ type: 'api_key' });
+    });
   });
 
   describe('expiry by time', () => {
