@@ -60,7 +60,7 @@ export class StartStateFlow {
   }
 
   async advance(stateId: string): Promise<void> {
-    if (await this.openAndLive(stateId)) return;
+    if (await this.nothingToDo(stateId)) return;
     const after: AfterCommit[] = [];
     await this.deps.db.transaction(async (trx) => {
       const state = await findStartStateById(trx, stateId, true);
@@ -72,14 +72,19 @@ export class StartStateFlow {
   }
 
   /**
-   * An open state whose machine runs and whose time is not up has nothing to do (its machine was
-   * just made, say): answered from two reads, without taking the row's lock from a request.
+   * Told of a change that asks nothing of it, a state is answered from two reads, without taking
+   * its row's lock from a request: an open state whose machine runs and whose time is not up (its
+   * machine was just made, say), or a state done with (deleted, ready or failed) whose machine has
+   * ended (it was just destroyed). Neither changes back without queuing an advance of its own.
    */
-  private async openAndLive(stateId: string): Promise<boolean> {
+  private async nothingToDo(stateId: string): Promise<boolean> {
     const state = await findStartStateById(this.deps.db, stateId);
-    if (state?.status !== 'open' || state.deleted_at || !state.machine_id || !state.view_expires_at || state.view_expires_at.getTime() <= Date.now()) return false;
+    if (!state?.machine_id) return false;
+    const done = state.deleted_at !== null || state.status === 'ready' || state.status === 'failed';
+    const open = state.status === 'open' && state.view_expires_at !== null && state.view_expires_at.getTime() > Date.now();
+    if (!done && !open) return false;
     const machine = await this.deps.machines.get(state.machine_id);
-    return machine !== undefined && isLive(machine);
+    return machine !== undefined && (done ? machineEnded(machine.status) : isLive(machine));
   }
 
   private async step(trx: Knex.Transaction, state: StartStateRow, machine: MachineRow | undefined, after: AfterCommit[]): Promise<void> {
