@@ -175,7 +175,7 @@ export async function run(): Promise<void> {
     const taskIds = await onDesktops(tries);
     const baselineCores = measured();
     trace('evals: one run');
-    const queueHops = await watchQueueHops(config.redisUrl, prefix, 'evals');
+    const queueHops = watchQueueHops(config.redisUrl, prefix, 'evals');
     const mark = Date.now();
     measured = cores();
     const { runId, samples } = await evalRun(caseIds, REPEAT);
@@ -187,7 +187,7 @@ export async function run(): Promise<void> {
       ...(await throughput(db, taskIds, runId)),
       await runStatus(db, [warmUpRun, runId]),
       ...(await hops(db, runId)),
-      `  BullMQ wait (added → taken by worker-evals) of the try-advance jobs p50 / p95: ${pair(queueHops.waits('try', mark))} ms`,
+      `  BullMQ wait (added → taken by worker-evals) of the try-advance jobs p50 / p95: ${pair(await queueHops.waits('try', mark))} ms`,
       ...utilisation(samples, slots),
       `cores used (of ${os.cpus().length}): baseline ${baselineCores}; evals ${evalsCores}`,
       'targets: the scheduler\'s overhead per try <= 50 ms p50; no runner slot idle while tries wait',
