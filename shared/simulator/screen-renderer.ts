@@ -44,7 +44,8 @@ export interface RenderStats {
 }
 
 export class ScreenRenderer {
-  private readonly canvas: Canvas;
+  /** Made at the first render: a machine made and destroyed unseen (an eval's, often) never needs one. */
+  private canvas: Canvas | null = null;
   /** A second surface for synchronous renders, so they never draw over an encode in flight. */
   private syncCanvas: Canvas | null = null;
   private readonly cache = new Map<string, Buffer>();
@@ -56,7 +57,6 @@ export class ScreenRenderer {
     private readonly cacheSize = 16,
   ) {
     registerScreenFonts();
-    this.canvas = createCanvas(width, height);
   }
 
   /**
@@ -68,8 +68,9 @@ export class ScreenRenderer {
     const cached = this.cached(key);
     if (cached) return cached;
     const started = performance.now();
-    this.draw(this.canvas, drawing);
-    return this.remember(key, await this.canvas.encode('png'), started);
+    const canvas = (this.canvas ??= createCanvas(this.width, this.height));
+    this.draw(canvas, drawing);
+    return this.remember(key, await canvas.encode('png'), started);
   }
 
   /**
