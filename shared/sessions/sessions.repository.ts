@@ -44,19 +44,26 @@ export type NewSessionRow = Omit<SessionRow, 'seq' | 'connection_epoch' | 'task_
   Partial<Pick<SessionRow, 'kind' | 'label'>>;
 
 /**
- * Inserts the session `rowFor` makes for a new pairing code, drawing another code on the (very
- * rare) collision: a taken code inserts nothing (`ON CONFLICT DO NOTHING`), so a collision
- * neither aborts the caller's transaction nor costs a savepoint.
+ * Inserts the session `rowFor` makes for a new pairing code, with the audit row `auditFor` makes
+ * for it, in one statement; another code is drawn on the (very rare) collision: a taken code
+ * inserts nothing (`ON CONFLICT DO NOTHING`, and so no audit row), so a collision neither aborts
+ * the caller's transaction nor costs a savepoint.
  */
-export async function insertSessionWithNewCode(db: Db, rowFor: (code: string) => NewSessionRow): Promise<SessionRow> {
+export async function insertSessionWithNewCode(db: Db, rowFor: (code: string) => NewSessionRow, auditFor: (code: string) => AuditEntryInput): Promise<SessionRow> {
   for (let attempt = 0; ; attempt++) {
-    const row = rowFor(newPairingCode());
-    // A code taken already inserts nothing (no error, so the caller's transaction stays usable).
-    const [inserted] = await db<SessionRow>('sessions')
+    const code = newPairingCode();
+    const row = rowFor(code);
+    const audit = auditRow(auditFor(code));
+    const session = db<SessionRow>('sessions')
       .insert({ ...row, metadata: JSON.stringify(row.metadata) as unknown as Record<string, string> })
       .onConflict('code')
       .ignore()
       .returning('*');
+    const audited = db.raw(
+      'insert into audit_log (id, org_id, actor, action, object_type, object_id, data, request_id) select ?, ?, ?::jsonb, ?, ?, code, ?::jsonb, ? from inserted',
+      [audit.id, audit.org_id, audit.actor, audit.action, audit.object_type, audit.data, audit.request_id],
+    );
+    const [inserted] = (await db.with('inserted', session).with('audited', audited).select('*').from('inserted')) as SessionRow[];
     if (inserted) return inserted;
     if (attempt >= 5) throw new Error('could not draw an unused pairing code in 6 attempts');
   }

@@ -118,8 +118,9 @@ export class SessionsService {
     const agent = await this.deps.agents.forSession(auth.orgId, input.agent_id ?? null);
     const token = generateSessionToken();
     const now = this.deps.clock.now();
-    const row = await this.deps.db.transaction(async (trx) => {
-      const inserted = await insertSessionWithNewCode(trx, (code) => ({
+    const row = await insertSessionWithNewCode(
+      this.deps.db,
+      (code) => ({
         code,
         org_id: auth.orgId,
         agent_id: agent.agentId,
@@ -128,18 +129,9 @@ export class SessionsService {
         metadata: input.metadata ?? {},
         created_at: now,
         expires_at: this.expiryFrom(now),
-      }));
-      await recordAudit(trx, {
-        orgId: auth.orgId,
-        actor: auth.actor,
-        action: 'session.created',
-        objectType: 'session',
-        objectId: inserted.code,
-        data: { agent_id: agent.agentId },
-        requestId,
-      });
-      return inserted;
-    });
+      }),
+      (code) => ({ orgId: auth.orgId, actor: auth.actor, action: 'session.created', objectType: 'session', objectId: code, data: { agent_id: agent.agentId }, requestId }),
+    );
     await this.scheduleExpiry(row.code, row.expires_at, 0);
     return { session: toSession(row), token };
   }
@@ -155,31 +147,12 @@ export class SessionsService {
     // Through `db`: a caller in a transaction must not wait for a second connection of the pool.
     const agentId = input.agentId ?? (await this.deps.agents.defaultAgentId(input.orgId, db));
     const now = this.deps.clock.now();
-    const write = async (trx: Knex | Knex.Transaction) => {
-      const inserted = await insertSessionWithNewCode(trx, (code) => ({
-        code,
-        org_id: input.orgId,
-        agent_id: agentId,
-        kind: 'machine',
-        label: input.label ?? null,
-        token_hash: null,
-        invite_url: null,
-        metadata: input.metadata ?? {},
-        created_at: now,
-        expires_at: null,
-      }));
-      await recordAudit(trx, {
-        orgId: input.orgId,
-        actor: input.actor ?? null,
-        action: 'session.created',
-        objectType: 'session',
-        objectId: inserted.code,
-        data: { agent_id: agentId, kind: 'machine', label: inserted.label },
-        requestId: input.requestId,
-      });
-      return inserted;
-    };
-    const session = db.isTransaction ? await write(db) : await db.transaction(write);
+    const label = input.label ?? null;
+    const session = await insertSessionWithNewCode(
+      db,
+      (code) => ({ code, org_id: input.orgId, agent_id: agentId, kind: 'machine', label, token_hash: null, invite_url: null, metadata: input.metadata ?? {}, created_at: now, expires_at: null }),
+      (code) => ({ orgId: input.orgId, actor: input.actor ?? null, action: 'session.created', objectType: 'session', objectId: code, data: { agent_id: agentId, kind: 'machine', label }, requestId: input.requestId }),
+    );
     return { session, code: session.code };
   }
 

@@ -4,6 +4,7 @@ import { createContainer } from '../../shared/container';
 import { hashSecret } from '../../shared/api-keys/key-format';
 import { DesktopEvents } from '../../shared/desktop/protocol';
 import { SESSION_IDLE_EXPIRY_MS } from '../../shared/sessions/sessions.service';
+import { insertSessionWithNewCode } from '../../shared/sessions/sessions.repository';
 import { testConfig } from '../support/environment';
 import { RawDesktop } from '../support/raw-desktop';
 import { startTestService, waitFor, type TestService } from '../support/service';
@@ -60,6 +61,25 @@ describe('sessions', () => {
       const malformed = await service.api(org.key, 'POST', '/v1/sessions', { agent_id: 'Bad_Id' });
       expect(malformed.status).to.equal(400);
       expect(malformed.body.error.message).to.match(/^agent_id/);
+    });
+
+    it('draws another code when the one drawn is taken, and audits only the session it made', async () => {
+      const { body: taken } = await service.api(org.key, 'POST', '/v1/sessions', {});
+      const db = service.running.container.db;
+      const drawn: string[] = [];
+      const made = await insertSessionWithNewCode(
+        db,
+        (code) => {
+          drawn.push(code);
+          // The first attempt presents a code already in use.
+          return { code: drawn.length === 1 ? taken.code : code, kind: 'machine', org_id: org.orgId, agent_id: taken.agent_id, token_hash: null, invite_url: null, metadata: {}, created_at: new Date(), expires_at: null };
+        },
+        (code) => ({ orgId: org.orgId, actor: null, action: 'session.created', objectType: 'session', objectId: drawn.length === 1 ? taken.code : code }),
+      );
+      expect(drawn).to.have.length(2);
+      expect(made.code).to.equal(drawn[1]);
+      const audited = await db('audit_log').where({ org_id: org.orgId, action: 'session.created' }).whereIn('object_id', [taken.code, made.code]).select('object_id');
+      expect(audited.map((row) => row.object_id).sort()).to.deep.equal([taken.code, made.code].sort());
     });
 
     it('refuses bad metadata naming the key', async () => {
