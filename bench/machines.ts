@@ -165,7 +165,7 @@ export async function run(): Promise<void> {
       lines.push(
         ...report(atOnce, floor, figures),
         ...(await hops(db, trips)),
-        `  BullMQ wait (added → taken by worker-evals, p50): place-machines ${p50(await queueHops.waits('place', mark)).toFixed(1)} ms, start-state-advance ${p50(await queueHops.waits('start-state', mark)).toFixed(1)} ms`,
+        `  BullMQ wait (added → taken by worker-evals, p50): place-machine ${p50(await queueHops.waits('place-machine', mark)).toFixed(1)} ms, start-state-advance ${p50(await queueHops.waits('start-state', mark)).toFixed(1)} ms`,
         `  cores used on the whole path: ${cores} (of 2)`,
         `  SQL statements per machine: web ${perMachine(queriesBefore.web, await queries(web))}, worker-evals ${perMachine(queriesBefore.evals, await queries(evals))}`,
         `  a writing transaction alone (BEGIN, txid_current(), COMMIT) on this PostgreSQL, p50: ${(await commitProbe(db)).toFixed(1)} ms`,

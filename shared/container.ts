@@ -199,8 +199,6 @@ export function createContainer(
       if (machine.owner_kind === 'start_state') await startStateFlow!.advanceSoon(machine.owner_id, why);
       if (machine.owner_kind === 'try') await tryFlow!.advanceSoon(machine.owner_id, why);
     },
-    // A freed slot may start a queued try.
-    slotFreed: () => tryFlow!.scheduleSoon(),
     offlineAfterMs: config.runnerOfflineAfterMs,
     bootTimeoutMs: config.machineBootTimeoutMs,
   });

@@ -39,8 +39,6 @@ export interface MachinesDeps {
   sessions: Pick<SessionsService, 'createMachineSession' | 'endMachineSession'>;
   logger: Logger;
   notifyOwner: NotifyOwner;
-  /** A slot was freed (a machine destroyed or lost): work waiting for one may start (queued tries). */
-  slotFreed?: () => Promise<unknown>;
   /** Silence after which a connected runner reads offline; also how long a runner that dropped its connection has to come back before its machines are lost. */
   offlineAfterMs: number;
   /** How long a runner has to make a machine (boot and connect it). */
@@ -98,20 +96,12 @@ export class MachinesService {
   }
 
   /**
-   * Queues a placement (worker-evals): of the machine just recorded, which runs beside any other;
-   * otherwise a pass over the waiting machines (passes asked for while one waits are one).
+   * Queues a placement (worker-evals) of the machine just recorded, which runs beside any other;
+   * without one, the pass that gives free slots out (`useFreeSlotsSoon`).
    */
   async placeSoon(machineId?: string): Promise<void> {
-    if (machineId) {
-      await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machine', { machine_id: machineId }, { jobId: jobId('place-machine', machineId, Date.now()), removeOnComplete: true });
-      return;
-    }
-    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machines', {}, {
-      jobId: jobId('place', Date.now(), randomString(6)),
-      // At most one pass runs and one waits: a request during a pass is the pass after it.
-      deduplication: { id: 'place-machines', keepLastIfActive: true },
-      removeOnComplete: true,
-    });
+    if (!machineId) return useFreeSlotsSoon(this.deps.queues);
+    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machine', { machine_id: machineId }, { jobId: jobId('place-machine', machineId, Date.now()), removeOnComplete: true });
   }
 
   /**
@@ -344,7 +334,7 @@ export class MachinesService {
       if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });
       // Its slot is free (or it never got one) and no waiting machine took it over: machines and
       // tries waiting for one may go now.
-      if (!handedOver) told.push(this.placeSoon(), this.deps.slotFreed?.() ?? Promise.resolve());
+      if (!handedOver) told.push(this.placeSoon());
       // A destroyed machine's session ended when it was let go (`release`); a failed make's ends now.
       if (machine.status === 'failed') told.push(this.endSession(machine, machine.error ?? 'The machine could not be made'));
     }
@@ -363,7 +353,6 @@ export class MachinesService {
     this.deps.logger.warn({ machine: machine.id, runner: machine.runner_id, reason }, 'machine lost');
     await this.endSession(machine, reason);
     await this.placeSoon();
-    await this.deps.slotFreed?.();
     await this.deps.notifyOwner(machine, `lost:${machine.id}`);
   }
 
@@ -415,4 +404,17 @@ function machineChange(command: Pick<CommandRow, 'type' | 'status' | 'error_code
 /** A command as the runner receives it (`runner:command`). */
 function wire(command: CommandRow) {
   return { command_id: command.id, type: command.type, machine_id: command.machine_id, args: command.args };
+}
+
+/**
+ * Queues the pass that gives free slots out (worker-evals' `use-free-slots`): waiting machines
+ * first, oldest first, then queued tries. At most one pass runs and one waits: a request during a
+ * pass is the pass after it.
+ */
+export async function useFreeSlotsSoon(queues: JobQueues): Promise<void> {
+  await queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'use-free-slots', {}, {
+    jobId: jobId('free-slots', Date.now(), randomString(6)),
+    deduplication: { id: 'use-free-slots', keepLastIfActive: true },
+    removeOnComplete: true,
+  });
 }

@@ -71,16 +71,21 @@ export const JOBS = Object.freeze({
   [QUEUE_NAMES.evals]: {
     /** Places the machine just recorded on a runner with a free slot and sends its make; without one it waits (docs/runners.md). */
     'place-machine': Type.Object({ machine_id: Id }, { additionalProperties: false }),
-    /** Places waiting machines on runners with free slots, oldest first, and sends their makes (docs/runners.md). */
+    /**
+     * Gives free slots out: waiting machines are placed on runners with free slots, oldest first
+     * (their makes sent, docs/runners.md), then queued tries start while slots are left, fairly
+     * across orgs and runs (docs/evals.md).
+     */
+    'use-free-slots': Type.Object({}, { additionalProperties: false }),
+    /** Queued by earlier releases (a placement pass, a tries pass): each runs as `use-free-slots`, so those still queued after an upgrade run. */
     'place-machines': Type.Object({}, { additionalProperties: false }),
+    'schedule-tries': Type.Object({}, { additionalProperties: false }),
     /** Delayed to a runner command's deadline: still unanswered, it fails with `timeout`. */
     'command-timeout': Type.Object({ command_id: Id }, { additionalProperties: false }),
     /** Delayed after a runner's connection closed: still offline, its machines are lost. */
     'runner-check': Type.Object({ runner_id: Id }, { additionalProperties: false }),
     /** A start state's next step, after its machine changed, a command was answered, its task ended or its open time is up. */
     'start-state-advance': Type.Object({ start_state_id: Id }, { additionalProperties: false }),
-    /** Starts queued tries while runners have free slots, fairly across orgs and runs. */
-    'schedule-tries': Type.Object({}, { additionalProperties: false }),
     /** A try's next step, after its machine changed, a command was answered or its task changed. */
     'try-advance': Type.Object({ try_id: Id }, { additionalProperties: false }),
   },

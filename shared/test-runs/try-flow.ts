@@ -3,14 +3,13 @@ import type { Logger } from '../logger';
 import type { JobQueues } from '../queues/job-queues';
 import { jobId } from '../queues/job-queues';
 import { QUEUE_NAMES } from '../queues/catalog';
-import { randomString } from '../ids';
 import type { SessionsService } from '../sessions/sessions.service';
 import type { CreateTaskInput, CreatedTask } from '../tasks/create-task';
 import type { TaskChangeObserver } from '../tasks/task-change';
 import type { RespondInput, AnsweredBy } from '../tasks/loop/answers';
 import type { TaskRow } from '../tasks/task-rows';
 import { findTaskById } from '../tasks/tasks.repository';
-import type { MachinesService } from '../machines/machines.service';
+import { useFreeSlotsSoon, type MachinesService } from '../machines/machines.service';
 import { machineEnded, type MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
 import type { CaseSnapshot, CustomerSpec, TryRow } from './test-run-rows';
@@ -68,13 +67,9 @@ type AfterCommit = () => Promise<unknown>;
 export class TryFlow {
   constructor(private readonly deps: TryFlowDeps) {}
 
-  /** Queues a scheduling pass; passes asked for while one waits are one. */
-  async scheduleSoon(): Promise<void> {
-    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'schedule-tries', {}, {
-      jobId: jobId('schedule', Date.now(), randomString(6)),
-      deduplication: { id: 'schedule-tries', keepLastIfActive: true },
-      removeOnComplete: true,
-    });
+  /** Queues a scheduling pass, which gives waiting machines their slots first (`useFreeSlotsSoon`); passes asked for while one waits are one. */
+  scheduleSoon(): Promise<void> {
+    return useFreeSlotsSoon(this.deps.queues);
   }
 
   advanceSoon(tryId: string, why: string): Promise<boolean> {

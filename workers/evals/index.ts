@@ -17,16 +17,22 @@ export interface EvalsDeps {
  * read from PostgreSQL, so a job run twice does its work once.
  */
 export function evalsWiring(deps: EvalsDeps): QueueWiring {
+  const useFreeSlots = async () => {
+    await deps.machines.placeWaiting();
+    await deps.tries.schedule();
+  };
   return {
     queue: QUEUE_NAMES.evals,
     concurrency: 10,
     processors: {
       'place-machine': async (payload) => deps.machines.place((payload as JobPayload<'evals', 'place-machine'>).machine_id),
-      'place-machines': async () => deps.machines.placeWaiting(),
+      'use-free-slots': useFreeSlots,
+      // Queued by earlier releases.
+      'place-machines': useFreeSlots,
+      'schedule-tries': useFreeSlots,
       'command-timeout': async (payload) => deps.machines.timedOut((payload as JobPayload<'evals', 'command-timeout'>).command_id),
       'runner-check': async (payload) => deps.machines.checkRunner((payload as JobPayload<'evals', 'runner-check'>).runner_id),
       'start-state-advance': async (payload) => deps.startStates.advance((payload as JobPayload<'evals', 'start-state-advance'>).start_state_id),
-      'schedule-tries': async () => deps.tries.schedule(),
       'try-advance': async (payload) => deps.tries.advance((payload as JobPayload<'evals', 'try-advance'>).try_id),
     },
   };
