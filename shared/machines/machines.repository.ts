@@ -1,4 +1,4 @@
-import type { Knex } from '../db/knex';
+import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { LIVE_MACHINE_STATUSES, machineEnded, type CommandRow, type CommandType, type MachineRow, type MachineStatus } from './machine-rows';
 
 type Db = Knex | Knex.Transaction;
@@ -31,6 +31,20 @@ export function machineFromJson(json: MachineJson): MachineRow {
   return { ...json, created_at: new Date(json.created_at), updated_at: new Date(json.updated_at), ended_at: json.ended_at === null ? null : new Date(json.ended_at) };
 }
 
+/**
+ * A command row as PostgreSQL's `row_to_json` writes it. The statements every machine goes
+ * through (its placement, its release, a runner's answers) are prepared (`runPrepared`): planning
+ * them cost PostgreSQL more than running them (docs/benchmarks.md, machines). Their rows come back
+ * as JSON, so a migration that adds a column under a running process changes nothing of their
+ * results (a prepared statement whose result columns change fails).
+ */
+type CommandJson = Omit<CommandRow, 'sent_at' | 'deadline_at' | 'finished_at'> & { sent_at: string; deadline_at: string; finished_at: string | null };
+
+/** A command row from `row_to_json`, with its timestamps as `Date`s again. */
+function commandFromJson(json: CommandJson): CommandRow {
+  return { ...json, sent_at: new Date(json.sent_at), deadline_at: new Date(json.deadline_at), finished_at: json.finished_at === null ? null : new Date(json.finished_at) };
+}
+
 export async function updateMachine(db: Db, id: string, changes: Partial<MachineRow>): Promise<MachineRow> {
   const [row] = await db<MachineRow>('machines').where({ id }).update({ ...changes, updated_at: db.fn.now() as never }).returning('*');
   return row!;
@@ -44,16 +58,18 @@ export async function updateMachine(db: Db, id: string, changes: Partial<Machine
  * were granted.
  */
 export async function lockCandidateRunners(db: Knex.Transaction, machineId: string, offlineAfterMs: number): Promise<string[]> {
-  const { rows } = await db.raw<{ rows: Array<{ id: string }> }>(
-    `select r.id from runners r join machines m on m.id = ? and m.status = 'waiting'
-      where r.revoked_at is null and r.connection_id is not null and r.last_seen_at > now() - (? * interval '1 millisecond')
-        and (r.org_id = m.org_id or r.scope = 'cloud') and r.images \\? m.image
-        and (m.pinned_runner_id is null or m.pinned_runner_id = r.id)
-      order by r.id for update of r`,
-    [machineId, offlineAfterMs],
-  );
+  const rows = await runPrepared<{ id: string }>(db, LOCK_CANDIDATE_RUNNERS, [machineId, offlineAfterMs]);
   return rows.map((row) => row.id);
 }
+
+const LOCK_CANDIDATE_RUNNERS: PreparedStatement = {
+  name: 'machines:lock-candidate-runners',
+  text: `select r.id from runners r join machines m on m.id = $1 and m.status = 'waiting'
+      where r.revoked_at is null and r.connection_id is not null and r.last_seen_at > now() - ($2 * interval '1 millisecond')
+        and (r.org_id = m.org_id or r.scope = 'cloud') and r.images ? m.image
+        and (m.pinned_runner_id is null or m.pinned_runner_id = r.id)
+      order by r.id for update of r`,
+};
 
 /**
  * The machine locked while it still waits, with the runners `runnerIds` (locked by the caller)
@@ -61,17 +77,20 @@ export async function lockCandidateRunners(db: Knex.Transaction, machineId: stri
  * it no longer waits.
  */
 export async function lockWaitingWithCandidates(db: Knex.Transaction, machineId: string, runnerIds: string[]): Promise<{ machine: MachineRow; candidates: Candidate[] } | undefined> {
-  const { rows } = await db.raw<{ rows: Array<MachineRow & { candidates: Candidate[] }> }>(
-    `select m.*, (select coalesce(json_agg(json_build_object('id', r.id, 'scope', r.scope, 'slots', r.slots,
-                   'live', (select count(*) from machines l where l.runner_id = r.id and l.status = any(?)))), '[]')
-                    from runners r where r.id = any(?)) as candidates
-       from machines m where m.id = ? and m.status = 'waiting' for update of m`,
-    [LIVE_MACHINE_STATUSES as string[], runnerIds, machineId],
-  );
-  if (!rows[0]) return undefined;
-  const { candidates, ...machine } = rows[0];
-  return { machine: machine as MachineRow, candidates: candidates.sort((a, b) => Number(b.scope === 'org') - Number(a.scope === 'org') || (b.slots - b.live) - (a.slots - a.live) || a.id.localeCompare(b.id)) };
+  const [found] = await runPrepared<{ machine: MachineJson; candidates: Candidate[] }>(db, LOCK_WAITING_WITH_CANDIDATES, [LIVE_MACHINE_STATUSES, runnerIds, machineId]);
+  if (!found) return undefined;
+  const { candidates } = found;
+  return { machine: machineFromJson(found.machine), candidates: candidates.sort((a, b) => Number(b.scope === 'org') - Number(a.scope === 'org') || (b.slots - b.live) - (a.slots - a.live) || a.id.localeCompare(b.id)) };
 }
+
+const LOCK_WAITING_WITH_CANDIDATES: PreparedStatement = {
+  name: 'machines:lock-waiting-with-candidates',
+  text: `select row_to_json(m) as machine,
+            (select coalesce(json_agg(json_build_object('id', r.id, 'scope', r.scope, 'slots', r.slots,
+                   'live', (select count(*) from machines l where l.runner_id = r.id and l.status = any($1::text[])))), '[]')
+               from runners r where r.id = any($2::text[])) as candidates
+       from machines m where m.id = $3 and m.status = 'waiting' for update of m`,
+};
 
 /**
  * Locks the runner when it is online (not revoked, connected, heard from within
@@ -124,27 +143,34 @@ export async function liveMachinesOn(db: Db, runnerId: string, lock = false): Pr
  * the machine starting there and its make command, in one statement. Returns the command.
  */
 export async function assignMachine(db: Knex.Transaction, machine: Pick<MachineRow, 'id' | 'placements'>, make: Pick<CommandRow, 'id' | 'runner_id' | 'args'> & { deadlineMs: number }): Promise<CommandRow> {
-  const starting = db('machines').where({ id: machine.id }).update({ runner_id: make.runner_id, status: 'starting', placements: machine.placements + 1, updated_at: db.fn.now() });
-  const [inserted] = await db.with('starting', starting).insert(commandRow(db, { ...make, machine_id: machine.id, type: 'machine.make' })).into('runner_commands').returning('*');
-  return inserted as CommandRow;
+  const [inserted] = await runPrepared<{ command: CommandJson }>(db, ASSIGN_MACHINE, [make.runner_id, machine.placements + 1, machine.id, make.id, JSON.stringify(make.args), make.deadlineMs]);
+  return commandFromJson(inserted!.command);
 }
+
+const ASSIGN_MACHINE: PreparedStatement = {
+  name: 'machines:assign',
+  text: `with starting as (update machines set runner_id = $1, status = 'starting', placements = $2, updated_at = now() where id = $3)
+     insert into runner_commands as c (id, runner_id, machine_id, type, args, status, deadline_at)
+     values ($4, $1, $3, 'machine.make', $5::jsonb, 'sent', now() + ($6 * interval '1 millisecond'))
+     returning row_to_json(c) as command`,
+};
 
 /**
  * A machine on its runner (starting or running) is let go: it is stopping there, and its destroy
  * command is recorded, in one statement. Undefined when it was not on a runner.
  */
 export async function stopMachine(db: Knex.Transaction, machineId: string, destroy: Pick<CommandRow, 'id' | 'args'> & { deadlineMs: number }): Promise<{ machine: MachineRow; command: CommandRow } | undefined> {
-  const { rows } = await db.raw<{ rows: Array<CommandRow & { machine: MachineJson }> }>(
-    `with m as (update machines set status = 'stopping', updated_at = now() where id = ? and status in ('starting', 'running') returning *),
-          c as (insert into runner_commands (id, runner_id, machine_id, type, args, status, deadline_at)
-                select ?, m.runner_id, m.id, 'machine.destroy', ?::jsonb, 'sent', now() + (? * interval '1 millisecond') from m returning *)
-     select c.*, row_to_json(m) as machine from c join m on m.id = c.machine_id`,
-    [machineId, destroy.id, json(destroy.args), destroy.deadlineMs],
-  );
-  if (!rows[0]) return undefined;
-  const { machine, ...command } = rows[0];
-  return { machine: machineFromJson(machine), command: command as CommandRow };
+  const [stopped] = await runPrepared<{ command: CommandJson; machine: MachineJson }>(db, STOP_MACHINE, [machineId, destroy.id, JSON.stringify(destroy.args), destroy.deadlineMs]);
+  return stopped && { machine: machineFromJson(stopped.machine), command: commandFromJson(stopped.command) };
 }
+
+const STOP_MACHINE: PreparedStatement = {
+  name: 'machines:stop',
+  text: `with m as (update machines set status = 'stopping', updated_at = now() where id = $1 and status in ('starting', 'running') returning *),
+          c as (insert into runner_commands (id, runner_id, machine_id, type, args, status, deadline_at)
+                select $2, m.runner_id, m.id, 'machine.destroy', $3::jsonb, 'sent', now() + ($4 * interval '1 millisecond') from m returning *)
+     select row_to_json(c) as command, row_to_json(m) as machine from c join m on m.id = c.machine_id`,
+};
 
 export async function insertCommand(db: Db, row: NewCommand): Promise<CommandRow> {
   const [inserted] = await db<CommandRow>('runner_commands').insert(commandRow(db, row)).returning('*');
@@ -179,28 +205,39 @@ export type CommandMove = { type: CommandType; from: MachineStatus; to: MachineS
  * (as moved, or as it was) and whether machines wait for a slot; undefined when there is no such
  * command.
  */
-export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId: string | undefined, moves: readonly CommandMove[]): Promise<Settled | undefined> {
-  const moveRows = moves.map((move) => ({ ...move, error: move.error ?? null, ended: machineEnded(move.to) }));
-  const { rows } = await db.raw<{ rows: Array<CommandRow & { moved: MachineJson | null; machine: MachineJson | null; machines_wait: boolean }> }>(
-    `with c as (
-       update runner_commands set status = ?, result = ?, error_code = ?, error = ?, finished_at = now()
-        where id = ? and status = 'sent' and (cast(? as text) is null or runner_id = ?)
+/** Settles a command and moves its machine (prepared, see `CommandJson`). */
+const SETTLE_COMMAND: PreparedStatement = {
+  name: 'machines:settle-command',
+  text: `with c as (
+       update runner_commands set status = $1, result = $2, error_code = $3, error = $4, finished_at = now()
+        where id = $5 and status = 'sent' and ($6::text is null or runner_id = $6)
         returning *),
-     x as (select * from jsonb_to_recordset(?::jsonb) as x(type text, "from" text, "to" text, error text, ended boolean)),
+     x as (select * from jsonb_to_recordset($7::jsonb) as x(type text, "from" text, "to" text, error text, ended boolean)),
      m as (
        update machines set status = x."to", error = coalesce(x.error, machines.error), updated_at = now(),
               ended_at = case when x.ended then now() else machines.ended_at end
          from c join x on x.type = c.type
         where machines.id = c.machine_id and machines.status = x."from"
         returning machines.*)
-     select c.*, row_to_json(m) as moved, row_to_json(was) as machine, exists (select 1 from machines w where w.status = 'waiting') as machines_wait
+     select row_to_json(c) as command, row_to_json(m) as moved, row_to_json(was) as machine,
+            exists (select 1 from machines w where w.status = 'waiting') as machines_wait
        from c left join m on true left join machines was on was.id = c.machine_id`,
-    [outcome.status, outcome.result === null ? null : json(outcome.result), outcome.error_code, outcome.error, id, runnerId ?? null, runnerId ?? null, json(moveRows)],
-  );
-  if (!rows[0]) return undefined;
-  const { moved, machine, machines_wait: machinesWait, ...command } = rows[0];
-  const movedRow = moved ? machineFromJson(moved) : undefined;
-  return { command: command as CommandRow, moved: movedRow, machine: movedRow ?? (machine ? machineFromJson(machine) : undefined), machinesWait };
+};
+
+export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId: string | undefined, moves: readonly CommandMove[]): Promise<Settled | undefined> {
+  const moveRows = moves.map((move) => ({ ...move, error: move.error ?? null, ended: machineEnded(move.to) }));
+  const [settled] = await runPrepared<{ command: CommandJson; moved: MachineJson | null; machine: MachineJson | null; machines_wait: boolean }>(db, SETTLE_COMMAND, [
+    outcome.status,
+    outcome.result === null ? null : JSON.stringify(outcome.result),
+    outcome.error_code,
+    outcome.error,
+    id,
+    runnerId ?? null,
+    JSON.stringify(moveRows),
+  ]);
+  if (!settled) return undefined;
+  const moved = settled.moved ? machineFromJson(settled.moved) : undefined;
+  return { command: commandFromJson(settled.command), moved, machine: moved ?? (settled.machine ? machineFromJson(settled.machine) : undefined), machinesWait: settled.machines_wait };
 }
 
 /** A machine's move from one status to another (an ended one is stamped `ended_at`). */

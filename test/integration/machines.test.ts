@@ -112,6 +112,26 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect((await api('DELETE', `/v1/start_states/${second.start_state_id}`)).status).to.equal(200);
   });
 
+  it('places, releases and settles machines after a migration adds columns under the running service (those statements are prepared)', async () => {
+    await connectRunner('migrate-image', 1);
+    const cycle = async (name: string) => {
+      const made = await createState({ name, from: 'migrate-image', method: 'hand' });
+      await waitFor(async () => (await db()('machines').where({ owner_id: made.start_state_id, status: 'running' })).length === 1, 5000, `${name} running`);
+      expect((await api('DELETE', `/v1/start_states/${made.start_state_id}`)).status).to.equal(200);
+      await waitFor(async () => (await db()('machines').where({ owner_id: made.start_state_id, status: 'destroyed' })).length === 1, 5000, `${name} destroyed`);
+    };
+    // Prepared on the web process's connections first.
+    for (const name of ['before 1', 'before 2', 'before 3']) await cycle(name);
+    await db().raw('alter table runner_commands add column probe_added integer');
+    await db().raw('alter table machines add column probe_added integer');
+    try {
+      for (const name of ['after 1', 'after 2', 'after 3']) await cycle(name);
+    } finally {
+      await db().raw('alter table runner_commands drop column probe_added');
+      await db().raw('alter table machines drop column probe_added');
+    }
+  });
+
   it('a script build: make → run → save → destroy → ready at version 1; a failing script leaves it failed with its exit status and output', async () => {
     const { runner, runnerId } = await connectRunner('script-image', 2);
     runner.onCommand((command) => {
