@@ -1,4 +1,4 @@
-import type { Knex } from '../db/knex';
+import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { keyedReader } from '../db/batched-reads';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { WithIsoTimestamps } from '../db/timestamps';
@@ -99,22 +99,17 @@ export async function updateSession(db: Db, code: string, changes: Partial<Sessi
  * expiry while not connected (`findSessionByCode` tells which).
  */
 export async function connectSession(db: Db, code: string, now: Date, computer: { device: DeviceInfo; capabilities: Capabilities }, kind: SessionKind): Promise<SessionRow | undefined> {
-  const [row] = await db<SessionRow>('sessions')
-    .where({ code, kind })
-    .whereNot({ status: 'expired' })
-    .andWhere((live) => live.whereNull('expires_at').orWhere({ status: 'connected' }).orWhere('expires_at', '>', now))
-    .update({
-      status: 'connected',
-      connection_epoch: db.raw('connection_epoch + 1') as never,
-      device: JSON.stringify(computer.device) as never,
-      capabilities: JSON.stringify(computer.capabilities) as never,
-      paired_at: db.raw('coalesce(paired_at, ?)', [now]) as never,
-      last_active_at: now,
-      expires_at: null,
-    })
-    .returning('*');
-  return row;
+  const [row] = await runPrepared<{ session: SessionJson }>(db, CONNECT_SESSION, [code, kind, JSON.stringify(computer.device), JSON.stringify(computer.capabilities), now]);
+  return row && sessionFromJson(row.session);
 }
+
+const CONNECT_SESSION: PreparedStatement = {
+  name: 'sessions:connect',
+  text: `update sessions s set status = 'connected', connection_epoch = s.connection_epoch + 1, device = $3::jsonb, capabilities = $4::jsonb,
+            paired_at = coalesce(s.paired_at, $5), last_active_at = $5, expires_at = null
+      where s.code = $1 and s.kind = $2 and s.status <> 'expired' and (s.expires_at is null or s.status = 'connected' or s.expires_at > $5)
+      returning row_to_json(s) as session`,
+};
 
 /**
  * The computer of connection `epoch` went offline: the session is disconnected, in one statement,
@@ -122,12 +117,16 @@ export async function connectSession(db: Db, code: string, now: Date, computer: 
  * session expires at `idleExpiresAt` unless the computer comes back; a machine's does not idle out.
  */
 export async function disconnectSession(db: Db, code: string, epoch: number, now: Date, idleExpiresAt: Date): Promise<SessionRow | undefined> {
-  const [row] = await db<SessionRow>('sessions')
-    .where({ code, status: 'connected', connection_epoch: epoch })
-    .update({ status: 'disconnected', last_active_at: now, expires_at: db.raw("case when kind = 'person' then ?::timestamptz end", [idleExpiresAt]) as never })
-    .returning('*');
-  return row;
+  const [row] = await runPrepared<{ session: SessionJson }>(db, DISCONNECT_SESSION, [code, epoch, now, idleExpiresAt]);
+  return row && sessionFromJson(row.session);
 }
+
+const DISCONNECT_SESSION: PreparedStatement = {
+  name: 'sessions:disconnect',
+  text: `update sessions s set status = 'disconnected', last_active_at = $3, expires_at = case when s.kind = 'person' then $4::timestamptz end
+      where s.code = $1 and s.status = 'connected' and s.connection_epoch = $2
+      returning row_to_json(s) as session`,
+};
 
 /**
  * Ends the session with `code` of the org and kind given, in one statement: expired now, its
@@ -143,24 +142,41 @@ export async function expireSession(
   audit: Pick<AuditEntryInput, 'actor' | 'data' | 'requestId'>,
 ): Promise<{ row: SessionRow; changed: boolean; wasConnected: boolean } | undefined> {
   const entry = auditRow({ ...audit, orgId: owner.orgId, action: 'session.expired', objectType: 'session', objectId: code });
-  const { rows } = (await db.raw(
-    `with target as (select *, status as was from sessions where code = ? and org_id = ? and kind = ? for update),
+  const [found] = await runPrepared<{ ended: SessionJson | null; current: SessionJson; was: SessionRow['status'] }>(db, EXPIRE_SESSION, [
+    code,
+    owner.orgId,
+    owner.kind,
+    now,
+    entry.id,
+    entry.actor,
+    entry.action,
+    entry.object_type,
+    entry.data,
+    entry.request_id,
+  ]);
+  if (!found) return undefined;
+  return { row: sessionFromJson(found.ended ?? found.current), changed: found.ended !== null, wasConnected: found.ended !== null && found.was === 'connected' };
+}
+
+const EXPIRE_SESSION: PreparedStatement = {
+  name: 'sessions:expire',
+  text: `with target as (select * from sessions where code = $1 and org_id = $2 and kind = $3 for update),
      ended as (
-       update sessions s set status = 'expired', expires_at = ?, connection_epoch = s.connection_epoch + 1
-       from target t where s.code = t.code and t.was <> 'expired'
-       returning s.*, t.was),
+       update sessions s set status = 'expired', expires_at = $4, connection_epoch = s.connection_epoch + 1
+       from target t where s.code = t.code and t.status <> 'expired'
+       returning s.*),
      audited as (
        insert into audit_log (id, org_id, actor, action, object_type, object_id, data, request_id)
-       select ?, org_id, ?::jsonb, ?, ?, code, ?::jsonb, ? from ended)
-     select *, true as changed from ended
-     union all
-     select *, false as changed from target where not exists (select 1 from ended)`,
-    [code, owner.orgId, owner.kind, now, entry.id, entry.actor, entry.action, entry.object_type, entry.data, entry.request_id],
-  )) as { rows: Array<SessionRow & { was: SessionRow['status']; changed: boolean }> };
-  const [found] = rows;
-  if (!found) return undefined;
-  const { was, changed, ...row } = found;
-  return { row, changed, wasConnected: was === 'connected' };
+       select $5, org_id, $6::jsonb, $7, $8, code, $9::jsonb, $10 from ended)
+     select (select row_to_json(e) from ended e) as ended, row_to_json(t) as current, t.status as was from target t`,
+};
+
+/** A session row as PostgreSQL's `row_to_json` writes it: the prepared statements above return their rows so, which a migration adding a column does not change. */
+type SessionJson = Record<string, unknown> & { created_at: string; paired_at: string | null; last_active_at: string | null; expires_at: string | null };
+
+function sessionFromJson(json: SessionJson): SessionRow {
+  const date = (value: string | null) => (value === null ? null : new Date(value));
+  return { ...json, created_at: new Date(json.created_at), paired_at: date(json.paired_at), last_active_at: date(json.last_active_at), expires_at: date(json.expires_at) } as SessionRow;
 }
 
 /** A task was created on the session: it counts, and is the session's latest. */

@@ -100,13 +100,14 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect(ack.ok, JSON.stringify(ack)).to.equal(true);
 
     // By the acknowledgement (sent once the settle commits) the waiting machine holds the slot:
-    // moved to starting, and its make recorded, by the settle's own transaction (one now()).
+    // placed there, and its make recorded, by the settle's own transaction (one now()). The runner
+    // makes machines at once, so it may be running already.
     const gone = await db()('machines').where({ owner_id: first.start_state_id }).first();
     const next = await db()('machines').where({ owner_id: second.start_state_id }).first();
     const make = await db()('runner_commands').where({ machine_id: next.id, type: 'machine.make' }).first();
     expect(gone.status).to.equal('destroyed');
-    expect(next).to.include({ status: 'starting', runner_id: runnerId });
-    expect(next.updated_at.getTime()).to.equal(gone.ended_at.getTime());
+    expect(next.runner_id).to.equal(runnerId);
+    expect(next.status).to.be.oneOf(['starting', 'running']);
     expect(make.sent_at.getTime()).to.equal(gone.ended_at.getTime());
     await waitFor(() => runner.commands.some((c) => c.type === 'machine.make' && c.machine_id === next.id), 5000, 'the make sent to the runner');
     expect((await api('DELETE', `/v1/start_states/${second.start_state_id}`)).status).to.equal(200);

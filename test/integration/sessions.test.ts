@@ -122,6 +122,31 @@ describe('sessions', () => {
   });
 
   describe('the desktop connection', () => {
+    it('connects, goes offline and ends after a migration adds a column under the running service (those statements are prepared)', async () => {
+      const db = service.running.container.db;
+      const cycle = async () => {
+        const { body } = await service.api(org.key, 'POST', '/v1/sessions', {});
+        const app = desktop();
+        expect((await app.hello(body.code)).ok).to.equal(true);
+        expect((await session(body.code)).status).to.equal('connected');
+        app.close();
+        await waitFor(async () => (await session(body.code)).status === 'disconnected', 5000, 'disconnected');
+        const again = desktop();
+        expect((await again.hello(body.code)).ok).to.equal(true);
+        const ended = await service.api(org.key, 'POST', `/v1/sessions/${body.code}/expire`);
+        expect(ended.body).to.include({ status: 'expired' });
+        expect(Date.parse(ended.body.expires_at)).to.be.a('number');
+      };
+      // Prepared on the service's connections first.
+      for (let i = 0; i < 3; i++) await cycle();
+      await db.raw('alter table sessions add column probe_added integer');
+      try {
+        for (let i = 0; i < 3; i++) await cycle();
+      } finally {
+        await db.raw('alter table sessions drop column probe_added');
+      }
+    });
+
     it('connects with the code, reports the device, and records session.connected', async () => {
       const { body } = await service.api(org.key, 'POST', '/v1/sessions', {});
       const app = desktop();
