@@ -1,4 +1,4 @@
-import type { Knex } from '../db/knex';
+import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import type { IsoTimestamp } from '../db/timestamps';
 import { newId } from '../ids';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
@@ -55,10 +55,16 @@ function toEntry(row: AuditRow): AuditEntry {
   };
 }
 
-/** Records a change; call it inside the transaction that makes the change. */
+/** Records a change; call it inside the transaction that makes the change. Prepared: nearly every change writes one. */
 export async function recordAudit(db: Knex | Knex.Transaction, entry: AuditEntryInput): Promise<void> {
-  await db('audit_log').insert(auditRow(entry));
+  const row = auditRow(entry);
+  await runPrepared(db, INSERT_AUDIT, [row.id, row.org_id, row.actor, row.action, row.object_type, row.object_id, row.data, row.request_id]);
 }
+
+const INSERT_AUDIT: PreparedStatement = {
+  name: 'audit:insert',
+  text: 'insert into audit_log (id, org_id, actor, action, object_type, object_id, data, request_id) values ($1, $2, $3::jsonb, $4, $5, $6, $7::jsonb, $8)',
+};
 
 /** The audit-log row of an entry, for a statement that writes it beside the change (`recordAudit`). */
 export function auditRow(entry: AuditEntryInput) {

@@ -1,4 +1,4 @@
-import type { Knex } from '../db/knex';
+import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import type { StartStateRow } from './start-state-rows';
 
@@ -89,12 +89,15 @@ export async function visibleImages(db: Db, orgId: string): Promise<Array<{ imag
  * whether one that has it is online now: one read for a new machine's checks.
  */
 export async function imageAvailability(db: Db, orgId: string, image: string, offlineAfterMs: number): Promise<{ known: boolean; online: boolean }> {
-  const { rows } = await db.raw(
-    `select count(*) > 0 as known,
-            coalesce(bool_or(connection_id is not null and last_seen_at > now() - (? * interval '1 millisecond')), false) as online
-       from runners
-      where revoked_at is null and (org_id = ? or scope = 'cloud') and images \\? ?`,
-    [offlineAfterMs, orgId, image],
-  );
-  return { known: rows[0].known, online: rows[0].online };
+  const [row] = await runPrepared<{ known: boolean; online: boolean }>(db, IMAGE_AVAILABILITY, [offlineAfterMs, orgId, image]);
+  return { known: row!.known, online: row!.online };
 }
+
+/** Prepared: every new machine asks it. */
+const IMAGE_AVAILABILITY: PreparedStatement = {
+  name: 'start-states:image-availability',
+  text: `select count(*) > 0 as known,
+            coalesce(bool_or(connection_id is not null and last_seen_at > now() - ($1 * interval '1 millisecond')), false) as online
+       from runners
+      where revoked_at is null and (org_id = $2 or scope = 'cloud') and images ? $3`,
+};
