@@ -61,9 +61,15 @@ export async function recordAudit(db: Knex | Knex.Transaction, entry: AuditEntry
   await runPrepared(db, INSERT_AUDIT, [row.id, row.org_id, row.actor, row.action, row.object_type, row.object_id, row.data, row.request_id]);
 }
 
+/**
+ * The start of a statement that writes an audit row, its values in `auditRow`'s order (id,
+ * org_id, actor, action, object_type, object_id, data, request_id; actor and data as JSON text).
+ */
+export const INSERT_AUDIT_ROW = 'insert into audit_log (id, org_id, actor, action, object_type, object_id, data, request_id)';
+
 const INSERT_AUDIT: PreparedStatement = {
   name: 'audit:insert',
-  text: 'insert into audit_log (id, org_id, actor, action, object_type, object_id, data, request_id) values ($1, $2, $3::jsonb, $4, $5, $6, $7::jsonb, $8)',
+  text: `${INSERT_AUDIT_ROW} values ($1, $2, $3::jsonb, $4, $5, $6, $7::jsonb, $8)`,
 };
 
 /** The audit-log row of an entry, for a statement that writes it beside the change (`recordAudit`). */

@@ -4,7 +4,7 @@ import { preparedPage, type Page, type PageRequest } from '../pagination';
 import type { WithIsoTimestamps } from '../db/timestamps';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
 import { newPairingCode } from './pairing-code';
-import { auditRow, type AuditEntryInput } from '../audit/audit.repository';
+import { auditRow, INSERT_AUDIT_ROW, type AuditEntryInput } from '../audit/audit.repository';
 
 export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
 /**
@@ -60,7 +60,7 @@ export async function insertSessionWithNewCode(db: Db, rowFor: (code: string) =>
       .ignore()
       .returning('*');
     const audited = db.raw(
-      'insert into audit_log (id, org_id, actor, action, object_type, object_id, data, request_id) select ?, ?, ?::jsonb, ?, ?, code, ?::jsonb, ? from inserted',
+      `${INSERT_AUDIT_ROW} select ?, ?, ?::jsonb, ?, ?, code, ?::jsonb, ? from inserted`,
       [audit.id, audit.org_id, audit.actor, audit.action, audit.object_type, audit.data, audit.request_id],
     );
     const [inserted] = (await db.with('inserted', session).with('audited', audited).select('*').from('inserted')) as SessionRow[];
@@ -166,7 +166,7 @@ const EXPIRE_SESSION: PreparedStatement = {
        from target t where s.code = t.code and t.status <> 'expired'
        returning s.*),
      audited as (
-       insert into audit_log (id, org_id, actor, action, object_type, object_id, data, request_id)
+       ${INSERT_AUDIT_ROW}
        select $5, org_id, $6::jsonb, $7, $8, code, $9::jsonb, $10 from ended)
      select (select row_to_json(e) from ended e) as ended, row_to_json(t) as current, t.status as was from target t`,
 };
