@@ -23,11 +23,12 @@ export interface PreparedStatement {
  * Runs a prepared statement on a connection from `db`'s pool, straight through pg: PostgreSQL
  * parses and plans it once per connection (on the agent loop's writes, planning cost more than
  * the write), and Knex's query building and runner (about 0.1 ms each here) are skipped. For the
- * agent loop's per-step writes, the API's most frequent reads (docs/benchmarks.md, reads) and a
- * runner's answers. Given a transaction, it runs on the transaction's connection (Knex hands that
- * out and keeps it). Knex's `query` listeners hear it as they hear Knex's own. The
- * statement must name its result columns (a prepared `select *` fails once a migration adds a column under a running
- * process).
+ * statements run most: the agent loop's per-step writes, the API's most frequent reads
+ * (docs/benchmarks.md, reads), audit rows, and every machine's and computer's path. Given a
+ * transaction, it runs on the transaction's connection (Knex hands that out and keeps it). Knex's
+ * `query` listeners hear it as they hear Knex's own. The statement must name its result columns,
+ * or return its rows as JSON (`row_to_json`, read back with `rowFromJson`): a prepared `select *`
+ * fails once a migration adds a column under a running process.
  */
 export async function runPrepared<R>(db: Knex | Knex.Transaction, statement: PreparedStatement, values: unknown[]): Promise<R[]> {
   const connection = (await db.client.acquireConnection()) as pg.Client;

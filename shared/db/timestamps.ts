@@ -41,3 +41,14 @@ export function selectColumns(columns: readonly string[], timestamps: readonly s
 
 /** `Row` with its timestamps `K` read either way: as `Date` (Knex) or as the API's text (the API's prepared reads). */
 export type WithIsoTimestamps<Row, K extends keyof Row> = Omit<Row, K> & { [P in K]: Row[P] | IsoTimestamp };
+
+/**
+ * A row that came back as JSON (PostgreSQL's `row_to_json`, which prepared statements use so that
+ * a migration adding a column leaves their results as they were), with its `timestamps` columns
+ * as `Date`s again; a null stays null.
+ */
+export function rowFromJson<Row>(json: object, timestamps: readonly string[]): Row {
+  const row: Record<string, unknown> = { ...json };
+  for (const column of timestamps) if (typeof row[column] === 'string') row[column] = new Date(row[column] as string);
+  return row as Row;
+}

@@ -1,4 +1,5 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
+import { rowFromJson } from '../db/timestamps';
 import { LIVE_MACHINE_STATUSES, machineEnded, type CommandRow, type CommandType, type MachineRow, type MachineStatus } from './machine-rows';
 
 type Db = Knex | Knex.Transaction;
@@ -36,7 +37,7 @@ export type MachineJson = Omit<MachineRow, 'created_at' | 'updated_at' | 'ended_
 
 /** A machine row as PostgreSQL's `row_to_json` writes it, with its timestamps as `Date`s again. */
 export function machineFromJson(json: MachineJson): MachineRow {
-  return { ...json, created_at: new Date(json.created_at), updated_at: new Date(json.updated_at), ended_at: json.ended_at === null ? null : new Date(json.ended_at) };
+  return rowFromJson<MachineRow>(json, ['created_at', 'updated_at', 'ended_at']);
 }
 
 /**
@@ -50,7 +51,7 @@ type CommandJson = Omit<CommandRow, 'sent_at' | 'deadline_at' | 'finished_at'> &
 
 /** A command row from `row_to_json`, with its timestamps as `Date`s again. */
 function commandFromJson(json: CommandJson): CommandRow {
-  return { ...json, sent_at: new Date(json.sent_at), deadline_at: new Date(json.deadline_at), finished_at: json.finished_at === null ? null : new Date(json.finished_at) };
+  return rowFromJson<CommandRow>(json, ['sent_at', 'deadline_at', 'finished_at']);
 }
 
 export async function updateMachine(db: Db, id: string, changes: Partial<MachineRow>): Promise<MachineRow> {
@@ -213,6 +214,22 @@ export type CommandMove = { type: CommandType; from: MachineStatus; to: MachineS
  * (as moved, or as it was) and whether machines wait for a slot; undefined when there is no such
  * command.
  */
+export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId: string | undefined, moves: readonly CommandMove[]): Promise<Settled | undefined> {
+  const moveRows = moves.map((move) => ({ ...move, error: move.error ?? null, ended: machineEnded(move.to) }));
+  const [settled] = await runPrepared<{ command: CommandJson; moved: MachineJson | null; machine: MachineJson | null; machines_wait: boolean }>(db, SETTLE_COMMAND, [
+    outcome.status,
+    outcome.result === null ? null : JSON.stringify(outcome.result),
+    outcome.error_code,
+    outcome.error,
+    id,
+    runnerId ?? null,
+    JSON.stringify(moveRows),
+  ]);
+  if (!settled) return undefined;
+  const moved = settled.moved ? machineFromJson(settled.moved) : undefined;
+  return { command: commandFromJson(settled.command), moved, machine: moved ?? (settled.machine ? machineFromJson(settled.machine) : undefined), machinesWait: settled.machines_wait };
+}
+
 /** Settles a command and moves its machine (prepared, see `CommandJson`). */
 const SETTLE_COMMAND: PreparedStatement = {
   name: 'machines:settle-command',
@@ -231,22 +248,6 @@ const SETTLE_COMMAND: PreparedStatement = {
             exists (select 1 from machines w where w.status = 'waiting') as machines_wait
        from c left join m on true left join machines was on was.id = c.machine_id`,
 };
-
-export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId: string | undefined, moves: readonly CommandMove[]): Promise<Settled | undefined> {
-  const moveRows = moves.map((move) => ({ ...move, error: move.error ?? null, ended: machineEnded(move.to) }));
-  const [settled] = await runPrepared<{ command: CommandJson; moved: MachineJson | null; machine: MachineJson | null; machines_wait: boolean }>(db, SETTLE_COMMAND, [
-    outcome.status,
-    outcome.result === null ? null : JSON.stringify(outcome.result),
-    outcome.error_code,
-    outcome.error,
-    id,
-    runnerId ?? null,
-    JSON.stringify(moveRows),
-  ]);
-  if (!settled) return undefined;
-  const moved = settled.moved ? machineFromJson(settled.moved) : undefined;
-  return { command: commandFromJson(settled.command), moved, machine: moved ?? (settled.machine ? machineFromJson(settled.machine) : undefined), machinesWait: settled.machines_wait };
-}
 
 /** A machine's move from one status to another (an ended one is stamped `ended_at`). */
 export interface MachineMove {

@@ -1,7 +1,7 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { keyedReader } from '../db/batched-reads';
 import { preparedPage, type Page, type PageRequest } from '../pagination';
-import type { WithIsoTimestamps } from '../db/timestamps';
+import { rowFromJson, type WithIsoTimestamps } from '../db/timestamps';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
 import { newPairingCode } from './pairing-code';
 import { auditRow, INSERT_AUDIT_ROW, type AuditEntryInput } from '../audit/audit.repository';
@@ -175,8 +175,7 @@ const EXPIRE_SESSION: PreparedStatement = {
 type SessionJson = Record<string, unknown> & { created_at: string; paired_at: string | null; last_active_at: string | null; expires_at: string | null };
 
 function sessionFromJson(json: SessionJson): SessionRow {
-  const date = (value: string | null) => (value === null ? null : new Date(value));
-  return { ...json, created_at: new Date(json.created_at), paired_at: date(json.paired_at), last_active_at: date(json.last_active_at), expires_at: date(json.expires_at) } as SessionRow;
+  return rowFromJson<SessionRow>(json, ['created_at', 'paired_at', 'last_active_at', 'expires_at']);
 }
 
 /** A task was created on the session: it counts, and is the session's latest. */
