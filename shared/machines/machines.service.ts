@@ -95,13 +95,24 @@ export class MachinesService {
     });
   }
 
+  /** Queues the pass that gives free slots out (`useFreeSlotsSoon`, worker-evals). */
+  placeSoon(): Promise<void> {
+    return useFreeSlotsSoon(this.deps.queues);
+  }
+
   /**
-   * Queues a placement (worker-evals) of the machine just recorded, which runs beside any other;
-   * without one, the pass that gives free slots out (`useFreeSlotsSoon`).
+   * Places a machine this process just recorded, here and now: its make goes out without a hop
+   * through the queue when a runner has a free slot. One not placed (every slot taken, another
+   * request having won the slot meanwhile, or the placement failing) is left to the pass that
+   * gives free slots out. Never rejects: the machine is recorded, and the sweep places it at worst.
    */
-  async placeSoon(machineId?: string): Promise<void> {
-    if (!machineId) return useFreeSlotsSoon(this.deps.queues);
-    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'place-machine', { machine_id: machineId }, { jobId: jobId('place-machine', machineId, Date.now()), removeOnComplete: true });
+  async placeNow(machineId: string): Promise<void> {
+    try {
+      if (await this.place(machineId)) return;
+    } catch (error) {
+      this.deps.logger.warn({ err: error, machine: machineId }, 'could not place a machine just recorded; the placement pass will');
+    }
+    await this.placeSoon();
   }
 
   /**

@@ -200,7 +200,7 @@ export class StartStateFlow {
         label: `start state ${state.id} (${state.method}), machine ${state.machine_attempts + 1}`,
       });
       await updateStartState(trx, state.id, { machine_id: replacement.id, machine_attempts: state.machine_attempts + 1 });
-      after.push(() => this.deps.machines.placeSoon(replacement.id));
+      after.push(() => this.deps.machines.placeNow(replacement.id));
       this.deps.logger.warn({ start_state: state.id, machine: machine.id, reason: why }, 'start state machine lost; building on a new one');
       return;
     }

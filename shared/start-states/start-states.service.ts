@@ -265,10 +265,9 @@ export class StartStatesService {
     return { view_token: `dhv_${randomString(32)}`, view_expires_at: new Date(Date.now() + ms) };
   }
 
-  /** The machine is recorded: it is placed (worker-evals), and an open one closes at its time. */
+  /** The machine is recorded: it is placed at once when a slot is free, and an open one closes at its time. */
   private async afterMachineRequested(row: StartStateRow): Promise<void> {
-    // The placement first: its job reaches Redis before the expiry's.
-    const placed = this.deps.machines.placeSoon(row.machine_id ?? undefined);
+    const placed = row.machine_id ? this.deps.machines.placeNow(row.machine_id) : null;
     const expiry = row.status === 'open' && row.view_expires_at ? this.deps.flow.advanceSoon(row.id, 'expiry', Math.max(0, row.view_expires_at.getTime() - Date.now())) : null;
     await Promise.all([placed, expiry]);
   }

@@ -91,7 +91,10 @@ export class TryFlow {
           const machineId = await this.startNext(run.id);
           if (!machineId) continue;
           startedThisPass += 1;
-          placing.push(this.placeStarted(machineId));
+          // Its machine takes the slot counted free for it, in this job: no second hop through the
+          // queue. A machine not yet placed counts as waiting, so the tries started meanwhile never
+          // count its slot twice.
+          placing.push(this.deps.machines.placeNow(machineId));
         }
         started += startedThisPass;
         if (!startedThisPass) return started;
@@ -112,21 +115,6 @@ export class TryFlow {
       this.deps.logger.warn({ err: error, run: runId }, 'could not start the next try of a run; the other runs go on');
       return null;
     }
-  }
-
-  /**
-   * A started try's machine takes the slot counted free for it, in this job: no second hop
-   * through the queue (the placement pass takes it should another request have won the slot
-   * meanwhile, or should this placement fail). A machine not yet placed counts as waiting, so the
-   * tries started meanwhile never count its slot twice. Never rejects: it runs beside the pass.
-   */
-  private async placeStarted(machineId: string): Promise<void> {
-    try {
-      if (await this.deps.machines.place(machineId)) return;
-    } catch (error) {
-      this.deps.logger.warn({ err: error, machine: machineId }, 'could not place a started try\'s machine; the placement pass will');
-    }
-    await this.deps.machines.placeSoon();
   }
 
   /** `startNext` in the caller's transaction: the id of the machine requested for the try, to place once it commits; null when none started. */

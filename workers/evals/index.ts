@@ -6,7 +6,7 @@ import type { QueueWiring } from '../runtime';
 import type { SweepStep } from '../maintenance/sweep.processor';
 
 export interface EvalsDeps {
-  machines: Pick<MachinesService, 'place' | 'placeWaiting' | 'timedOut' | 'checkRunner' | 'sweep'>;
+  machines: Pick<MachinesService, 'placeNow' | 'placeWaiting' | 'timedOut' | 'checkRunner' | 'sweep'>;
   startStates: Pick<StartStateFlow, 'advance' | 'sweep'>;
   tries: Pick<TryFlow, 'schedule' | 'advance' | 'sweep'>;
 }
@@ -25,9 +25,9 @@ export function evalsWiring(deps: EvalsDeps): QueueWiring {
     queue: QUEUE_NAMES.evals,
     concurrency: 10,
     processors: {
-      'place-machine': async (payload) => deps.machines.place((payload as JobPayload<'evals', 'place-machine'>).machine_id),
       'use-free-slots': useFreeSlots,
       // Queued by earlier releases.
+      'place-machine': async (payload) => deps.machines.placeNow((payload as JobPayload<'evals', 'place-machine'>).machine_id),
       'place-machines': useFreeSlots,
       'schedule-tries': useFreeSlots,
       'command-timeout': async (payload) => deps.machines.timedOut((payload as JobPayload<'evals', 'command-timeout'>).command_id),
