@@ -42,7 +42,7 @@ export function desktopGateway(deps: { sessions: SessionsService; logger: Logger
         // The gateway checked it against `Hello`.
         const { session, epoch, agent } = await sessions.connect(hello as Static<typeof Hello>);
         const reply: Extract<HelloReply, { ok: true }> = { ok: true, session_id: session.code, agent: { display_name: agent.displayName, greeting: agent.greeting } };
-        return { ok: true, data: { code: session.code, orgId: session.org_id, epoch }, reply };
+        return { ok: true, data: { code: session.code, orgId: session.org_id, kind: session.kind, epoch }, reply };
       } catch (error) {
         if (error instanceof ConnectRefused) return { ok: false, code: error.code, message: error.message };
         throw error;
@@ -65,7 +65,7 @@ export function desktopGateway(deps: { sessions: SessionsService; logger: Logger
     events: [...receivers.keys()],
     receive: (data, event, payload) => receivers.get(event)!.receive(data, event, payload),
 
-    gone: (data) => sessions.markOffline(data.code, data.epoch).catch((error) => log.error({ err: error, code: data.code }, 'could not mark offline')),
+    gone: (data) => sessions.markOffline(data).catch((error) => log.error({ err: error, code: data.code }, 'could not mark offline')),
 
     setUp(namespace) {
       // A message relayed with context: the process holding the computer's connection keeps the

@@ -1,7 +1,11 @@
+import type { SessionKind } from '../sessions/sessions.repository';
+
 /** What a connected computer's socket carries once it said hello. */
 export interface DesktopSocketData {
   code: string;
   orgId: string;
+  /** A person's session or a runner's machine's. */
+  kind: SessionKind;
   epoch: number;
   /** What the service attached to the latest message relayed to this computer (`ComputerLink.send`). */
   context?: unknown;

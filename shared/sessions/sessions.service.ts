@@ -263,14 +263,19 @@ export class SessionsService {
    * unless a newer connection exists. Its running task waits `reconnectGraceMs` for the computer
    * to come back (`expireDue` ends it after that).
    */
-  async markOffline(code: string, epoch: number): Promise<void> {
+  async markOffline(connection: { code: string; epoch: number; kind: SessionKind }): Promise<void> {
+    const { code, epoch, kind } = connection;
     const now = this.deps.clock.now();
-    const result = await this.deps.db.transaction(async (trx) => {
-      const updated = await disconnectSession(trx, code, epoch, now, this.expiryFrom(now));
-      if (!updated) return null;
-      const eventId = await this.sessionOrgEvent(trx, updated, 'session.disconnected');
-      return { row: updated, eventId };
-    });
+    // A machine's is one statement, as its hello is; a person's goes with its org event, in a transaction.
+    const result =
+      kind === 'machine'
+        ? await disconnectSession(this.deps.db, code, epoch, now, this.expiryFrom(now)).then((row) => row && { row, eventId: null })
+        : await this.deps.db.transaction(async (trx) => {
+            const updated = await disconnectSession(trx, code, epoch, now, this.expiryFrom(now));
+            if (!updated) return null;
+            const eventId = await this.sessionOrgEvent(trx, updated, 'session.disconnected');
+            return { row: updated, eventId };
+          });
     if (result) await this.afterOffline(result.row, result.eventId, 'offline');
   }
 

@@ -20,7 +20,7 @@ describe('machine sessions: expiry', () => {
       const gone = await container.sessions.createMachineSession(container.db, { orgId: org.org_id, label: 'paired, then gone' });
       const person = await container.sessions.create(auth, {}, 'req');
       const { epoch } = await container.sessions.connect({ code: gone.code, device: DEVICE, capabilities: CAPABILITIES });
-      await container.sessions.markOffline(gone.code, epoch);
+      await container.sessions.markOffline({ code: gone.code, epoch, kind: 'machine' });
       const offline = await container.db('sessions').where({ code: gone.code }).first();
       expect(offline).to.include({ status: 'disconnected', expires_at: null });
 
