@@ -43,7 +43,7 @@ export function composeDeskhand(config: Readonly<Config>, options: Parameters<ty
     [QUEUE_NAMES.webhooks]: webhooksWiring({ webhookDelivery }),
     // A finished call resumes its task: the reply (or why it failed) goes to the model.
     [QUEUE_NAMES.toolCalls]: toolCallsWiring({ toolCalls: container.toolCalls, finished: (call) => loop.toolCallFinished(call) }),
-    [QUEUE_NAMES.evals]: evalsWiring(evals),
+    [QUEUE_NAMES.evals]: evalsWiring({ ...evals, logger: logger.child({ scope: 'worker:evals' }) }),
     [QUEUE_NAMES.maintenance]: maintenanceWiring({ sessions, loop, webhookDelivery, evals, idempotency: container.idempotency, billing: container.billing, redisWatch: container }),
   };
   return { container, gateways, wirings };

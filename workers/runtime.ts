@@ -37,9 +37,28 @@ export interface QueueWiring {
   workerOptions?: { maxStalledCount?: number };
   /**
    * Work that runs beside this queue's worker, started after it and stopped with it (the clock's
-   * sweep schedule and its watch over Redis).
+   * sweep schedule and its watch over Redis, worker-evals' look for overdue commands).
    */
   alongside?: () => Promise<{ stop(): void }>;
+}
+
+/**
+ * Runs `work` every `everyMs` beside a queue's worker (`alongside`), one run at a time: a run
+ * still going when the next is due is not doubled. A failure is logged and the next run tries again.
+ */
+export function everyInterval(everyMs: number, work: () => Promise<unknown>, logger: Logger, failure: string): { stop(): void } {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    work()
+      .catch((error: unknown) => logger.warn({ err: error }, failure))
+      .finally(() => {
+        running = false;
+      });
+  }, everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 export interface RunningWorker {

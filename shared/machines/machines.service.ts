@@ -65,6 +65,8 @@ const INPUT_TIMEOUT_MS = 30_000;
 const SCRIPT_GRACE_MS = 30_000;
 /** Waiting machines looked at by one placement pass. */
 const PLACE_BATCH = 100;
+/** Overdue commands timed out by one look. */
+const OVERDUE_BATCH = 500;
 
 /**
  * Machines on runners (docs/runners.md): which runner makes one (the service counts slots and
@@ -141,7 +143,7 @@ export class MachinesService {
       return runner ? this.assign(trx, waiting.machine, runner.id) : null;
     });
     if (!sent) return false;
-    await this.send(sent);
+    this.send(sent);
     return true;
   }
 
@@ -203,7 +205,7 @@ export class MachinesService {
       const { machine: stopping, command } = stopped;
       return async (reason) => {
         // The runner first: ending the session (its own transaction) need not hold the destroy up.
-        await this.send(command);
+        this.send(command);
         await this.endSession(stopping, reason);
       };
     }
@@ -217,7 +219,7 @@ export class MachinesService {
   /** Deletes every saved version of a state on the runner that keeps them. */
   async deleteDisks(runnerId: string, stateId: string): Promise<void> {
     const command = await insertCommand(this.deps.db, { id: newId('cmd'), runner_id: runnerId, machine_id: null, type: 'disk.delete', args: { state: stateId }, deadlineMs: DESTROY_TIMEOUT_MS });
-    await this.send(command);
+    this.send(command);
   }
 
   /**
@@ -231,9 +233,19 @@ export class MachinesService {
     await this.settle(answer.command_id, outcome, runnerId);
   }
 
-  /** A command's deadline passed (its delayed job, or the sweep): unanswered, it fails with `timeout`. */
+  /** A command's deadline passed: unanswered, it fails with `timeout`. */
   async timedOut(commandId: string): Promise<void> {
     await this.settle(commandId, { status: 'failed', result: null, error_code: 'timeout', error: 'The runner did not answer in time' });
+  }
+
+  /**
+   * Every command past its deadline and still unanswered fails with `timeout` (worker-evals looks
+   * every second, the sweep as well). Returns how many did.
+   */
+  async timeOutOverdue(): Promise<number> {
+    const overdue = await overdueCommandIds(this.deps.db, OVERDUE_BATCH);
+    for (const commandId of overdue) await this.timedOut(commandId);
+    return overdue.length;
   }
 
   /**
@@ -292,10 +304,7 @@ export class MachinesService {
       await this.runnerLost(runnerId, `Runner ${runnerId} went offline`);
       acted += 1;
     }
-    for (const commandId of await overdueCommandIds(this.deps.db, 500)) {
-      await this.timedOut(commandId);
-      acted += 1;
-    }
+    acted += await this.timeOutOverdue();
     return acted + (await this.placeWaiting());
   }
 
@@ -318,23 +327,14 @@ export class MachinesService {
     });
     if (!applied) return;
     const { command, machine, handedOver } = applied;
-    if (handedOver) await this.send(handedOver);
+    if (handedOver) this.send(handedOver);
     if (command.status === 'failed') this.deps.logger.warn({ command: command.id, type: command.type, runner: command.runner_id, code: command.error_code, error: command.error }, 'runner command failed');
     // The change is committed: the runner hears so first (its acknowledgement is written in this
     // turn of the event loop), and the rest goes out in the next. A notice that does not (a process
     // gone meanwhile) is made up for by the sweep, which looks at the rows.
     setImmediate(() => {
-      if (fromRunner !== undefined) void this.forgetTimeout(command.id);
       if (machine) this.tellOfChange(command, machine, handedOver !== null).catch((error: unknown) => this.deps.logger.warn({ err: error, machine: machine.id }, 'could not tell what a machine change means; the sweep will'));
     });
-  }
-
-  /**
-   * An answered command's timeout job is dropped: left, it would fire at the deadline only to find
-   * the command settled. One that cannot be dropped (Redis down, or the job running now) does just that.
-   */
-  private async forgetTimeout(commandId: string): Promise<void> {
-    await this.deps.queues.queue(QUEUE_NAMES.evals).remove(jobId('command-timeout', commandId)).catch(() => undefined);
   }
 
   /** After a settled command changed its machine: its owner is told, and a slot it freed is offered to what waits for one. */
@@ -370,7 +370,7 @@ export class MachinesService {
   private async command(trx: Knex.Transaction | undefined, machine: MachineRow, type: CommandType, args: Record<string, unknown>, deadlineMs: number): Promise<CommandRow> {
     const command = await this.insert(trx ?? this.deps.db, machine, type, args, deadlineMs);
     // In the caller's transaction, the caller sends it after the commit (`send`).
-    if (!trx) await this.send(command);
+    if (!trx) this.send(command);
     return command;
   }
 
@@ -379,13 +379,9 @@ export class MachinesService {
     return insertCommand(db, { id: newId('cmd'), runner_id: machine.runner_id, machine_id: machine.id, type, args, deadlineMs });
   }
 
-  /** Sends a recorded command to its runner and queues its timeout. */
-  async send(command: CommandRow): Promise<void> {
+  /** Sends a recorded command to its runner. Its deadline is in its row (`timeOutOverdue`). */
+  send(command: CommandRow): void {
     this.deps.link.command(command.runner_id, wire(command));
-    await this.deps.queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'command-timeout', { command_id: command.id }, {
-      jobId: jobId('command-timeout', command.id),
-      delay: Math.max(0, command.deadline_at.getTime() - Date.now()),
-    });
   }
 
   private async endSession(machine: MachineRow, reason: string): Promise<void> {

@@ -35,7 +35,7 @@ const SWEEP_QUIET_MS = 30_000;
 const OUTPUT_TAIL = 2_000;
 
 /** What a step of the flow does once its transaction commits (send a command, release a machine…). */
-type AfterCommit = () => Promise<unknown>;
+type AfterCommit = () => Promise<unknown> | void;
 
 /**
  * How a start state gets from one status to the next (docs/evals.md, "Start states"): each time

@@ -53,7 +53,7 @@ const MACHINE_WAIT_MS = 60_000;
 /** A running try this quiet is advanced by the sweep. */
 const SWEEP_QUIET_MS = 30_000;
 
-type AfterCommit = () => Promise<unknown>;
+type AfterCommit = () => Promise<unknown> | void;
 
 /**
  * How tries are scheduled and carried out (docs/evals.md, "Test runs"): a fair pass starts
