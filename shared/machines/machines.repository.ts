@@ -4,14 +4,6 @@ import { LIVE_MACHINE_STATUSES, machineEnded, type CommandRow, type CommandType,
 
 type Db = Knex | Knex.Transaction;
 
-/** A runner that may take a machine now, with its slots and how many it runs. */
-export interface Candidate {
-  id: string;
-  scope: 'org' | 'cloud';
-  slots: number;
-  live: number;
-}
-
 const json = (value: unknown) => JSON.stringify(value) as never;
 
 export async function insertMachine(db: Db, row: Pick<MachineRow, 'id' | 'org_id' | 'owner_kind' | 'owner_id' | 'disk' | 'image' | 'os' | 'pinned_runner_id' | 'session_code'>): Promise<MachineRow> {
@@ -81,24 +73,32 @@ const LOCK_CANDIDATE_RUNNERS: PreparedStatement = {
 };
 
 /**
- * The machine locked while it still waits, with the runners `runnerIds` (locked by the caller)
- * and their slots and live machines, the org's own first, then the least loaded; undefined when
- * it no longer waits.
+ * The waiting machine goes to the best of the runners `runnerIds` that has a free slot (the org's
+ * own first, then the one with most free slots): it is starting there and its make command is
+ * recorded, in one statement. The caller holds those runners locked (`lockCandidateRunners`), so
+ * that this statement's count of their live machines sees every placement on them. Returns the
+ * make; undefined when the machine no longer waits or none of the runners has a free slot.
  */
-export async function lockWaitingWithCandidates(db: Knex.Transaction, machineId: string, runnerIds: string[]): Promise<{ machine: MachineRow; candidates: Candidate[] } | undefined> {
-  const [found] = await runPrepared<{ machine: MachineJson; candidates: Candidate[] }>(db, LOCK_WAITING_WITH_CANDIDATES, [LIVE_MACHINE_STATUSES, runnerIds, machineId]);
-  if (!found) return undefined;
-  const { candidates } = found;
-  return { machine: machineFromJson(found.machine), candidates: candidates.sort((a, b) => Number(b.scope === 'org') - Number(a.scope === 'org') || (b.slots - b.live) - (a.slots - a.live) || a.id.localeCompare(b.id)) };
+export async function placeOnFreeRunner(db: Knex.Transaction, machineId: string, runnerIds: string[], make: Pick<CommandRow, 'id'> & { deadlineMs: number }): Promise<CommandRow | undefined> {
+  const [inserted] = await runPrepared<{ command: CommandJson }>(db, PLACE_ON_FREE_RUNNER, [LIVE_MACHINE_STATUSES, runnerIds, machineId, make.id, make.deadlineMs]);
+  return inserted && commandFromJson(inserted.command);
 }
 
-const LOCK_WAITING_WITH_CANDIDATES: PreparedStatement = {
-  name: 'machines:lock-waiting-with-candidates',
-  text: `select row_to_json(m) as machine,
-            (select coalesce(json_agg(json_build_object('id', r.id, 'scope', r.scope, 'slots', r.slots,
-                   'live', (select count(*) from machines l where l.runner_id = r.id and l.status = any($1::text[])))), '[]')
-               from runners r where r.id = any($2::text[])) as candidates
-       from machines m where m.id = $3 and m.status = 'waiting' for update of m`,
+const PLACE_ON_FREE_RUNNER: PreparedStatement = {
+  name: 'machines:place-on-free-runner',
+  text: `with m as (select * from machines where id = $3 and status = 'waiting' for update),
+       free as (
+         select r.id, r.scope, r.slots - (select count(*) from machines l where l.runner_id = r.id and l.status = any($1::text[])) as slots
+           from runners r where r.id = any($2::text[])),
+       best as (select id from free where slots > 0 order by scope = 'org' desc, slots desc, id limit 1),
+       starting as (
+         update machines set runner_id = best.id, status = 'starting', placements = m.placements + 1, updated_at = now()
+           from m, best where machines.id = m.id)
+     insert into runner_commands as c (id, runner_id, machine_id, type, args, status, deadline_at)
+     select $4, best.id, m.id, 'machine.make', jsonb_build_object('disk', m.disk, 'os', m.os, 'session', jsonb_build_object('code', m.session_code)),
+            'sent', now() + ($5 * interval '1 millisecond')
+       from m, best
+     returning row_to_json(c) as command`,
 };
 
 /**
@@ -146,23 +146,6 @@ export async function liveMachinesOn(db: Db, runnerId: string, lock = false): Pr
   const query = db<MachineRow>('machines').where({ runner_id: runnerId }).whereIn('status', LIVE_MACHINE_STATUSES as MachineStatus[]).orderBy('seq');
   return lock ? query.forUpdate() : query;
 }
-
-/**
- * A waiting machine goes to the runner (whose free slot the caller counted, holding it locked):
- * the machine starting there and its make command, in one statement. Returns the command.
- */
-export async function assignMachine(db: Knex.Transaction, machine: Pick<MachineRow, 'id' | 'placements'>, make: Pick<CommandRow, 'id' | 'runner_id' | 'args'> & { deadlineMs: number }): Promise<CommandRow> {
-  const [inserted] = await runPrepared<{ command: CommandJson }>(db, ASSIGN_MACHINE, [make.runner_id, machine.placements + 1, machine.id, make.id, JSON.stringify(make.args), make.deadlineMs]);
-  return commandFromJson(inserted!.command);
-}
-
-const ASSIGN_MACHINE: PreparedStatement = {
-  name: 'machines:assign',
-  text: `with starting as (update machines set runner_id = $1, status = 'starting', placements = $2, updated_at = now() where id = $3)
-     insert into runner_commands as c (id, runner_id, machine_id, type, args, status, deadline_at)
-     values ($4, $1, $3, 'machine.make', $5::jsonb, 'sent', now() + ($6 * interval '1 millisecond'))
-     returning row_to_json(c) as command`,
-};
 
 /**
  * A machine on its runner (starting or running) is let go: it is stopping there, and its destroy

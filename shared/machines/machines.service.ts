@@ -8,20 +8,19 @@ import type { SessionsService } from '../sessions/sessions.service';
 import type { RunnerLink } from '../runners/runner-link';
 import { machineEnded, type CommandAnswer, type CommandRow, type CommandType, type Disk, type MachineOwnerKind, type MachineRow } from './machine-rows';
 import {
-  assignMachine,
   findMachine,
   insertCommand,
   insertMachine,
   isRunnerOnline,
   liveMachinesOn,
   lockCandidateRunners,
-  lockWaitingWithCandidates,
   lockOldestWaitingFor,
   lockRunnerIfOnline,
   moveMachine,
   type CommandMove,
   lostRunnerIds,
   overdueCommandIds,
+  placeOnFreeRunner,
   settleCommand,
   stopMachine,
   unansweredCommands,
@@ -132,29 +131,23 @@ export class MachinesService {
 
   /** Places one waiting machine; false when no runner has a free slot for it now. */
   async place(machineId: string): Promise<boolean> {
-    const sent = await this.deps.db.transaction(async (trx) => {
-      // Runners first, then the machine: the order a slot's hand-over takes them in (`settle`),
-      // so that neither waits on the other in a circle.
-      const locked = await lockCandidateRunners(trx, machineId, this.deps.offlineAfterMs);
-      if (!locked.length) return null;
-      const waiting = await lockWaitingWithCandidates(trx, machineId, locked);
-      if (!waiting) return null;
-      const runner = waiting.candidates.find((candidate) => candidate.live < candidate.slots);
-      return runner ? this.assign(trx, waiting.machine, runner.id) : null;
-    });
+    const sent = await this.deps.db.transaction((trx) => this.placeIn(trx, machineId));
     if (!sent) return false;
     this.send(sent);
     return true;
   }
 
-  /** A waiting machine goes to a runner whose slot the caller counted free (holding it locked): its make, to send after the commit. */
-  private async assign(trx: Knex.Transaction, machine: MachineRow, runnerId: string): Promise<CommandRow> {
-    return assignMachine(trx, machine, {
-      id: newId('cmd'),
-      runner_id: runnerId,
-      args: { disk: machine.disk, os: machine.os, session: { code: machine.session_code } },
-      deadlineMs: this.deps.bootTimeoutMs,
-    });
+  /**
+   * `place` in the caller's transaction (which may have just recorded the machine): its make, to
+   * `send` once that transaction commits, or null when no runner has a free slot for it now (it
+   * waits). The runners stay locked until the commit: call it last.
+   */
+  async placeIn(trx: Knex.Transaction, machineId: string): Promise<CommandRow | null> {
+    // Runners first, then the machine: the order a slot's hand-over takes them in (`settle`),
+    // so that neither waits on the other in a circle.
+    const locked = await lockCandidateRunners(trx, machineId, this.deps.offlineAfterMs);
+    if (!locked.length) return null;
+    return (await placeOnFreeRunner(trx, machineId, locked, { id: newId('cmd'), deadlineMs: this.deps.bootTimeoutMs })) ?? null;
   }
 
   /**
@@ -167,7 +160,7 @@ export class MachinesService {
   private async handOverSlot(trx: Knex.Transaction, runnerId: string): Promise<CommandRow | null> {
     if (!(await lockRunnerIfOnline(trx, runnerId, this.deps.offlineAfterMs))) return null;
     const machine = await lockOldestWaitingFor(trx, runnerId);
-    return machine ? this.assign(trx, machine, runnerId) : null;
+    return machine ? ((await placeOnFreeRunner(trx, machine.id, [runnerId], { id: newId('cmd'), deadlineMs: this.deps.bootTimeoutMs })) ?? null) : null;
   }
 
   /** Runs a script in the machine's shell; the owner hears when it is answered. */

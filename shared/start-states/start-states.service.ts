@@ -6,7 +6,7 @@ import { newId, randomString } from '../ids';
 import type { Page, PageRequest } from '../pagination';
 import type { AgentService } from '../agents/agents.service';
 import type { MachinesService } from '../machines/machines.service';
-import { osOfImage, type Disk } from '../machines/machine-rows';
+import { osOfImage, type CommandRow, type Disk } from '../machines/machine-rows';
 import { isRunnerOnline } from '../machines/machines.repository';
 import type { ConsoleInput, ConsoleScreen, RunnerConsole } from '../runners/runner-console';
 import { casesUsingStartState } from '../test-cases/test-cases.repository';
@@ -107,10 +107,10 @@ export class StartStatesService {
         ...(open ? this.newView(input.open_minutes) : { view_token: null, view_expires_at: null }),
       });
       await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.created', objectType: 'start_state', objectId: id, data: { name: inserted.name, from: source.fromId, method: input.method }, requestId });
-      return inserted;
+      return { state: inserted, make: await this.deps.machines.placeIn(trx, machine.id) };
     });
-    await this.afterMachineRequested(row);
-    return toStartState(row, this.deps.baseUrl);
+    await this.afterMachineRequested(row.state, row.make);
+    return toStartState(row.state, this.deps.baseUrl);
   }
 
   /** A ready state gets a machine from its latest version, open with a live view. */
@@ -132,10 +132,10 @@ export class StartStatesService {
       });
       const updated = await updateStartState(trx, id, { status: 'open', error: null, machine_id: machine.id, machine_attempts: 1, ...this.newView(input.open_minutes) });
       await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.opened', objectType: 'start_state', objectId: id, data: { version: locked.version }, requestId });
-      return updated;
+      return { state: updated, make: await this.deps.machines.placeIn(trx, machine.id) };
     });
-    await this.afterMachineRequested(row);
-    return toStartState(row, this.deps.baseUrl);
+    await this.afterMachineRequested(row.state, row.make);
+    return toStartState(row.state, this.deps.baseUrl);
   }
 
   /** Shuts the open machine down and keeps its disk as the next version: `saving`, then `ready`. */
@@ -265,11 +265,13 @@ export class StartStatesService {
     return { view_token: `dhv_${randomString(32)}`, view_expires_at: new Date(Date.now() + ms) };
   }
 
-  /** The machine is recorded: it is placed at once when a slot is free, and an open one closes at its time. */
-  private async afterMachineRequested(row: StartStateRow): Promise<void> {
-    const placed = row.machine_id ? this.deps.machines.placeNow(row.machine_id) : null;
-    const expiry = row.status === 'open' && row.view_expires_at ? this.deps.flow.advanceSoon(row.id, 'expiry', Math.max(0, row.view_expires_at.getTime() - Date.now())) : null;
-    await Promise.all([placed, expiry]);
+  /**
+   * The machine is recorded, and placed in the same transaction when a runner had a free slot:
+   * its make goes out now (otherwise it waits for a slot to free). An open one closes at its time.
+   */
+  private async afterMachineRequested(row: StartStateRow, make: CommandRow | null): Promise<void> {
+    if (make) this.deps.machines.send(make);
+    if (row.status === 'open' && row.view_expires_at) await this.deps.flow.advanceSoon(row.id, 'expiry', Math.max(0, row.view_expires_at.getTime() - Date.now()));
   }
 
   /** An image cannot be changed or deleted (403 `image`); an id that is neither is 404. */
