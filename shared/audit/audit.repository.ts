@@ -72,6 +72,26 @@ const INSERT_AUDIT: PreparedStatement = {
   text: `${INSERT_AUDIT_ROW} values ($1, $2, $3::jsonb, $4, $5, $6, $7::jsonb, $8)`,
 };
 
+/**
+ * Runs `change` (an insert, update or delete that returns its rows) and writes the audit row of
+ * `entry` in the same statement, when the change touched a row: one round trip for both. Returns
+ * the changed rows.
+ */
+export async function changeAudited<Row>(db: Knex | Knex.Transaction, change: Knex.QueryBuilder, entry: AuditEntryInput): Promise<Row[]> {
+  const row = auditRow(entry);
+  const audited = db.raw(`${INSERT_AUDIT_ROW} select ?, ?, ?::jsonb, ?, ?, ?, ?::jsonb, ? where exists (select 1 from changed)`, [
+    row.id,
+    row.org_id,
+    row.actor,
+    row.action,
+    row.object_type,
+    row.object_id,
+    row.data,
+    row.request_id,
+  ]);
+  return (await db.with('changed', change).with('audited', audited).select('*').from('changed')) as Row[];
+}
+
 /** The audit-log row of an entry, for a statement that writes it beside the change (`recordAudit`). */
 export function auditRow(entry: AuditEntryInput) {
   return {

@@ -4,7 +4,7 @@ import { preparedPage, type Page, type PageRequest } from '../pagination';
 import { rowFromJson, type WithIsoTimestamps } from '../db/timestamps';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
 import { newPairingCode } from './pairing-code';
-import { auditRow, INSERT_AUDIT_ROW, type AuditEntryInput } from '../audit/audit.repository';
+import { auditRow, changeAudited, INSERT_AUDIT_ROW, type AuditEntryInput } from '../audit/audit.repository';
 
 export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
 /**
@@ -53,17 +53,12 @@ export async function insertSessionWithNewCode(db: Db, rowFor: (code: string) =>
   for (let attempt = 0; ; attempt++) {
     const code = newPairingCode();
     const row = rowFor(code);
-    const audit = auditRow(auditFor(code));
     const session = db<SessionRow>('sessions')
       .insert({ ...row, metadata: JSON.stringify(row.metadata) as unknown as Record<string, string> })
       .onConflict('code')
       .ignore()
       .returning('*');
-    const audited = db.raw(
-      `${INSERT_AUDIT_ROW} select ?, ?, ?::jsonb, ?, ?, code, ?::jsonb, ? from inserted`,
-      [audit.id, audit.org_id, audit.actor, audit.action, audit.object_type, audit.data, audit.request_id],
-    );
-    const [inserted] = (await db.with('inserted', session).with('audited', audited).select('*').from('inserted')) as SessionRow[];
+    const [inserted] = await changeAudited<SessionRow>(db, session, auditFor(code));
     if (inserted) return inserted;
     if (attempt >= 5) throw new Error('could not draw an unused pairing code in 6 attempts');
   }

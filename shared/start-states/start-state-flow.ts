@@ -3,7 +3,6 @@ import type { Logger } from '../logger';
 import type { JobQueues } from '../queues/job-queues';
 import { jobId } from '../queues/job-queues';
 import { QUEUE_NAMES } from '../queues/catalog';
-import { recordAudit } from '../audit/audit.repository';
 import type { AgentService } from '../agents/agents.service';
 import type { SessionsService } from '../sessions/sessions.service';
 import type { CreateTaskInput, CreatedTask } from '../tasks/create-task';
@@ -180,8 +179,7 @@ export class StartStateFlow {
       machine_id: null,
       view_token: null,
       view_expires_at: null,
-    });
-    await recordAudit(trx, { orgId: state.org_id, actor: null, action: 'start_state.saved', objectType: 'start_state', objectId: state.id, data: { version: next, runner_id: machine.runner_id } });
+    }, { orgId: state.org_id, actor: null, action: 'start_state.saved', objectType: 'start_state', objectId: state.id, data: { version: next, runner_id: machine.runner_id } });
   }
 
   /**
@@ -211,13 +209,11 @@ export class StartStateFlow {
   /** Back to the last saved version (`ready`), or `failed` when it was never saved; the machine and view are gone. */
   private async revert(trx: Knex.Transaction, state: StartStateRow, why: string, action: string): Promise<void> {
     const status = state.version > 0 ? 'ready' : 'failed';
-    await updateStartState(trx, state.id, { status, error: why, machine_id: null, view_token: null, view_expires_at: null });
-    await recordAudit(trx, { orgId: state.org_id, actor: null, action, objectType: 'start_state', objectId: state.id, data: { status, version: state.version, reason: why } });
+    await updateStartState(trx, state.id, { status, error: why, machine_id: null, view_token: null, view_expires_at: null }, { orgId: state.org_id, actor: null, action, objectType: 'start_state', objectId: state.id, data: { status, version: state.version, reason: why } });
   }
 
   private async fail(trx: Knex.Transaction, state: StartStateRow, why: string): Promise<void> {
-    await updateStartState(trx, state.id, { status: 'failed', error: why, machine_id: null, view_token: null, view_expires_at: null });
-    await recordAudit(trx, { orgId: state.org_id, actor: null, action: 'start_state.failed', objectType: 'start_state', objectId: state.id, data: { reason: why } });
+    await updateStartState(trx, state.id, { status: 'failed', error: why, machine_id: null, view_token: null, view_expires_at: null }, { orgId: state.org_id, actor: null, action: 'start_state.failed', objectType: 'start_state', objectId: state.id, data: { reason: why } });
   }
 }
 

@@ -1,4 +1,5 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
+import { changeAudited, type AuditEntryInput } from '../audit/audit.repository';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import type { StartStateRow } from './start-state-rows';
 
@@ -6,10 +7,16 @@ type Db = Knex | Knex.Transaction;
 
 const json = (value: unknown) => JSON.stringify(value) as never;
 
-export async function insertStartState(db: Db, row: Omit<StartStateRow, 'seq' | 'created_at' | 'updated_at' | 'deleted_at' | 'version' | 'runner_id' | 'labels' | 'error' | 'task_id' | 'machine_attempts'> & Partial<Pick<StartStateRow, 'runner_id' | 'labels'>>): Promise<StartStateRow> {
-  const [inserted] = await db<StartStateRow>('start_states')
+/** A new state and its audit row, in one statement. */
+export async function insertStartState(
+  db: Db,
+  row: Omit<StartStateRow, 'seq' | 'created_at' | 'updated_at' | 'deleted_at' | 'version' | 'runner_id' | 'labels' | 'error' | 'task_id' | 'machine_attempts'> & Partial<Pick<StartStateRow, 'runner_id' | 'labels'>>,
+  audit: AuditEntryInput,
+): Promise<StartStateRow> {
+  const insert = db<StartStateRow>('start_states')
     .insert({ ...row, from_disk: json(row.from_disk), metadata: json(row.metadata), labels: json(row.labels ?? []), machine_attempts: row.machine_id ? 1 : 0 })
     .returning('*');
+  const [inserted] = await changeAudited<StartStateRow>(db, insert, audit);
   return inserted!;
 }
 
@@ -33,10 +40,12 @@ export async function findStartStateByTask(db: Db, taskId: string): Promise<Star
   return db<StartStateRow>('start_states').where({ task_id: taskId }).first();
 }
 
-export async function updateStartState(db: Db, id: string, changes: Partial<StartStateRow>): Promise<StartStateRow> {
+/** Changes a state; with `audit`, its audit row is written by the same statement. */
+export async function updateStartState(db: Db, id: string, changes: Partial<StartStateRow>, audit?: AuditEntryInput): Promise<StartStateRow> {
   const fields: Record<string, unknown> = { ...changes, updated_at: db.fn.now() };
   for (const key of ['metadata', 'labels', 'from_disk'] as const) if (key in changes) fields[key] = json(changes[key]);
-  const [row] = await db<StartStateRow>('start_states').where({ id }).update(fields).returning('*');
+  const update = db<StartStateRow>('start_states').where({ id }).update(fields).returning('*');
+  const [row] = audit ? await changeAudited<StartStateRow>(db, update, audit) : await update;
   return row!;
 }
 

@@ -1,6 +1,5 @@
 import type { Knex } from '../db/knex';
 import type { Caller } from '../audit/actor';
-import { recordAudit } from '../audit/audit.repository';
 import { ApiError, conflict, invalidRequest, notFound } from '../errors';
 import { newId, randomString } from '../ids';
 import type { Page, PageRequest } from '../pagination';
@@ -105,8 +104,7 @@ export class StartStatesService {
         metadata: input.metadata ?? {},
         machine_id: machine.id,
         ...(open ? this.newView(input.open_minutes) : { view_token: null, view_expires_at: null }),
-      });
-      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.created', objectType: 'start_state', objectId: id, data: { name: inserted.name, from: source.fromId, method: input.method }, requestId });
+      }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.created', objectType: 'start_state', objectId: id, data: { name: input.name.trim(), from: source.fromId, method: input.method }, requestId });
       return { state: inserted, make: await this.deps.machines.placeIn(trx, machine.id) };
     });
     await this.afterMachineRequested(row.state, row.make);
@@ -130,8 +128,7 @@ export class StartStatesService {
         pinnedRunnerId: source.pinnedRunnerId,
         label: `start state ${id} opened`,
       });
-      const updated = await updateStartState(trx, id, { status: 'open', error: null, machine_id: machine.id, machine_attempts: 1, ...this.newView(input.open_minutes) });
-      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.opened', objectType: 'start_state', objectId: id, data: { version: locked.version }, requestId });
+      const updated = await updateStartState(trx, id, { status: 'open', error: null, machine_id: machine.id, machine_attempts: 1, ...this.newView(input.open_minutes) }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.opened', objectType: 'start_state', objectId: id, data: { version: locked.version }, requestId });
       return { state: updated, make: await this.deps.machines.placeIn(trx, machine.id) };
     });
     await this.afterMachineRequested(row.state, row.make);
@@ -145,9 +142,7 @@ export class StartStatesService {
       const current = await findStartState(trx, caller.orgId, id, true);
       if (!current) throw notFound(`No start state ${id}`);
       if (current.status !== 'open') throw conflict(`Start state ${id} is ${current.status}; only an open one can be saved`, 'not_open');
-      const updated = await updateStartState(trx, id, { status: 'saving', view_token: null, view_expires_at: null });
-      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.save_requested', objectType: 'start_state', objectId: id, data: { version: current.version + 1 }, requestId });
-      return updated;
+      return updateStartState(trx, id, { status: 'saving', view_token: null, view_expires_at: null }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.save_requested', objectType: 'start_state', objectId: id, data: { version: current.version + 1 }, requestId });
     });
     await this.deps.flow.advanceSoon(id, 'save');
     return toStartState(row, this.deps.baseUrl);
@@ -163,9 +158,7 @@ export class StartStatesService {
       if (changes.name !== undefined) fields.name = changes.name.trim();
       if (changes.description !== undefined) fields.description = changes.description;
       if (changes.metadata !== undefined) fields.metadata = changes.metadata;
-      const updated = await updateStartState(trx, id, fields);
-      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.updated', objectType: 'start_state', objectId: id, data: { fields: Object.keys(fields) }, requestId });
-      return updated;
+      return updateStartState(trx, id, fields, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.updated', objectType: 'start_state', objectId: id, data: { fields: Object.keys(fields) }, requestId });
     });
     return toStartState(row, this.deps.baseUrl);
   }
@@ -185,8 +178,7 @@ export class StartStatesService {
       // the state deleted (400). Nothing of test cases is locked here, so nothing waits in a circle.
       const usedBy = await casesUsingStartState(trx, caller.orgId, id);
       if (usedBy.length > 0) throw conflict(`Start state ${id} is used by ${usedBy.length === 100 ? 'at least 100' : usedBy.length} test case(s); change or delete them first`, 'in_use', { test_case_ids: usedBy });
-      const deleted = await updateStartState(trx, id, { deleted_at: trx.fn.now() as never, view_token: null, view_expires_at: null });
-      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.deleted', objectType: 'start_state', objectId: id, data: { name: current.name, version: current.version }, requestId });
+      const deleted = await updateStartState(trx, id, { deleted_at: trx.fn.now() as never, view_token: null, view_expires_at: null }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.deleted', objectType: 'start_state', objectId: id, data: { name: current.name, version: current.version }, requestId });
       // Its machine (if any) is let go in the same transaction (the state's lock, then the machine's).
       const released = current.machine_id ? await this.deps.machines.releaseIn(trx, current.machine_id) : null;
       return { before: current, deleted, released };
