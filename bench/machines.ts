@@ -11,8 +11,8 @@ import { WatchedRunner, wallClockMs, type CommandTimes } from './support/watched
 /**
  * `npm run bench -- machines`: the service's overhead per machine of an eval, with machines
  * that boot at once. A machine goes the whole path: `POST /v1/start_states` (method hand) →
- * web records it → worker-evals places it and sends `machine.make` (socket.io's Redis emitter)
- * → web → the reference runner, which boots it and connects it to `/desktop` (the web process
+ * web records it and places it on the runner in the same transaction, then sends `machine.make`
+ * → the reference runner, which boots it and connects it to `/desktop` (the web process
  * accepts its machine session's hello) → `runner:done` → web settles the command and tells the
  * owner; then `DELETE /v1/start_states/{id}` → `machine.destroy` → runner → `runner:done` →
  * settled. Processes as in production: web, worker-evals and worker-clock each in its own, the
@@ -165,7 +165,7 @@ export async function run(): Promise<void> {
       lines.push(
         ...report(atOnce, floor, figures),
         ...(await hops(db, trips)),
-        `  BullMQ wait (added → taken by worker-evals, p50): place-machine ${p50(await queueHops.waits('place-machine', mark)).toFixed(1)} ms, start-state-advance ${p50(await queueHops.waits('start-state', mark)).toFixed(1)} ms`,
+        `  BullMQ wait (added → taken by worker-evals, p50): start-state-advance ${p50(await queueHops.waits('start-state', mark)).toFixed(1)} ms`,
         `  cores used on the whole path: ${cores} (of 2)`,
         `  SQL statements per machine: web ${perMachine(queriesBefore.web, await queries(web))}, worker-evals ${perMachine(queriesBefore.evals, await queries(evals))}`,
         `  a writing transaction alone (BEGIN, txid_current(), COMMIT) on this PostgreSQL, p50: ${(await commitProbe(db)).toFixed(1)} ms`,
@@ -254,11 +254,11 @@ async function hops(db: ReturnType<typeof createKnex>, trips: Trip[]): Promise<s
       const times = type === 'machine.make' ? trip.make : trip.destroy;
       if (type === 'machine.make') {
         add('request → machine row (API transaction starts)', row.created - trip.requested);
-        add('machine row → make command row (placement transaction starts in worker-evals)', row.sent - row.created);
+        add('machine row → make command row (0: the API transaction places the machine)', row.sent - row.created);
       } else {
         add('request → destroy command row (release transaction starts in web)', row.sent - trip.dropRequested);
       }
-      add('command row → runner receives it (commit, Redis emitter, web)', times.received - row.sent);
+      add('command row → runner receives it (the rest of the transaction, its commit, web sends)', times.received - row.sent);
       add(type === 'machine.make' ? 'runner carries it out (boot, /desktop hello to web)' : 'runner carries it out', times.answered! - times.received);
       add('runner:done sent → settle transaction starts (web)', row.finished - times.answered!);
       add('settle transaction → acknowledgement at the runner (commit, owner told)', times.acknowledged! - row.finished);
