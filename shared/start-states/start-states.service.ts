@@ -105,7 +105,10 @@ export class StartStatesService {
         machine_id: machine.id,
         ...(open ? this.newView(input.open_minutes) : { view_token: null, view_expires_at: null }),
       }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.created', objectType: 'start_state', objectId: id, data: { name: input.name.trim(), from: source.fromId, method: input.method }, requestId });
-      return { state: inserted, make: await this.deps.machines.placeIn(trx, machine.id) };
+      const make = await this.deps.machines.placeIn(trx, machine.id);
+      // Placed, it is on an online runner with the image; otherwise one must be online for it to wait for.
+      if (!make && !source.pinnedRunnerId) await this.assertImageOnline(trx, caller.orgId, source.image);
+      return { state: inserted, make };
     });
     await this.afterMachineRequested(row.state, row.make);
     return toStartState(row.state, this.deps.baseUrl);
@@ -222,9 +225,9 @@ export class StartStatesService {
   }
 
   /**
-   * `from`: an image a runner of the org's reports, or a ready state of the org's (its latest
-   * version); 409 `no_runner` unless a runner that can make the machine is online now (its slots
-   * may all be busy: the machine then waits).
+   * `from`: an image, or a ready state of the org's (its latest version). A state's runner must
+   * be online now (409 `no_runner`); an image is checked by `create` (`assertImageOnline`) when
+   * no runner could take the machine at once.
    */
   private async source(orgId: string, from: string): Promise<Source> {
     if (from.startsWith('ss_')) {
@@ -235,10 +238,17 @@ export class StartStatesService {
       await this.assertRunnerFor(source);
       return source;
     }
-    const image = await imageAvailability(this.deps.db, orgId, from, this.deps.offlineAfterMs);
-    if (!image.known) throw invalidRequest(`from: no runner of this org (or cloud runner) has an image ${from}; GET /v1/start_states lists the images`);
-    if (!image.online) throw conflict(`No online runner has the image ${from}; start a runner that has it`, 'no_runner');
     return { fromId: from, image: from, disk: { image: from }, pinnedRunnerId: null };
+  }
+
+  /**
+   * 400 unless a runner of the org's (or a cloud runner) reports the image; 409 `no_runner` unless
+   * one of them is online now (its slots may all be busy: the machine then waits).
+   */
+  private async assertImageOnline(db: Knex | Knex.Transaction, orgId: string, image: string): Promise<void> {
+    const availability = await imageAvailability(db, orgId, image, this.deps.offlineAfterMs);
+    if (!availability.known) throw invalidRequest(`from: no runner of this org (or cloud runner) has an image ${image}; GET /v1/start_states lists the images`);
+    if (!availability.online) throw conflict(`No online runner has the image ${image}; start a runner that has it`, 'no_runner');
   }
 
   private latestVersionOf(state: StartStateRow): Source {

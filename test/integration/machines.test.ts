@@ -239,7 +239,14 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect(audit).to.include('start_state.closed');
   });
 
-  it('refuses what cannot be made: an unknown image (400 naming from), no online runner (409 no_runner), method fields that do not fit', async () => {
+  it('refuses what cannot be made: an unknown image (400 naming from), no online runner (409 no_runner), method fields that do not fit; a refusal records nothing', async () => {
+    const recorded = async () => ({
+      states: (await db()('start_states').where({ org_id: org.orgId }).count({ n: '*' }))[0]!.n,
+      machines: (await db()('machines').where({ org_id: org.orgId }).count({ n: '*' }))[0]!.n,
+      sessions: (await db()('sessions').where({ org_id: org.orgId }).count({ n: '*' }))[0]!.n,
+      audit: (await db()('audit_log').where({ org_id: org.orgId }).count({ n: '*' }))[0]!.n,
+    });
+    const before = await recorded();
     const unknown = await api('POST', '/v1/start_states', { name: 'x', from: 'no-such-image', method: 'hand' });
     expect(unknown.status).to.equal(400);
     expect(unknown.body.error.message).to.match(/^from: /);
@@ -249,6 +256,7 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     const offline = await api('POST', '/v1/start_states', { name: 'x', from: 'gone-image', method: 'hand' });
     expect(offline.status).to.equal(409);
     expect(offline.body.error.code).to.equal('no_runner');
+    expect(await recorded()).to.deep.equal(before);
     const images = (await api('GET', '/v1/start_states')).body.data.filter((s: { kind: string }) => s.kind === 'image').map((s: { start_state_id: string }) => s.start_state_id);
     expect(images).to.include('slots-image');
     const patchImage = await api('PATCH', '/v1/start_states/slots-image', { name: 'mine' });
