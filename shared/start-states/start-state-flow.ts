@@ -59,7 +59,7 @@ export class StartStateFlow {
   }
 
   async advance(stateId: string): Promise<void> {
-    if (await this.nothingToDo(stateId)) return;
+    if (await this.answeredWithoutLock(stateId)) return;
     const after: AfterCommit[] = [];
     await this.deps.db.transaction(async (trx) => {
       const state = await findStartStateById(trx, stateId, true);
@@ -72,18 +72,22 @@ export class StartStateFlow {
 
   /**
    * Told of a change that asks nothing of it, a state is answered from two reads, without taking
-   * its row's lock from a request: an open state whose machine runs and whose time is not up (its
-   * machine was just made, say), or a state done with (deleted, ready or failed) whose machine has
-   * ended (it was just destroyed). Neither changes back without queuing an advance of its own.
+   * its row's lock from a request; true when it was. Two such states: one done with (deleted,
+   * ready or failed) whose machine has ended (it was just destroyed), and an open one whose
+   * machine is live and whose time is not up (its machine was just made, say), for which the
+   * advance that closes it at `view_expires_at` is queued. Neither changes back without queuing
+   * an advance of its own.
    */
-  private async nothingToDo(stateId: string): Promise<boolean> {
+  private async answeredWithoutLock(stateId: string): Promise<boolean> {
     const state = await findStartStateById(this.deps.db, stateId);
     if (!state?.machine_id) return false;
     const done = state.deleted_at !== null || state.status === 'ready' || state.status === 'failed';
-    const open = state.status === 'open' && state.view_expires_at !== null && state.view_expires_at.getTime() > Date.now();
-    if (!done && !open) return false;
+    const closesAt = state.status === 'open' && state.view_expires_at !== null && state.view_expires_at.getTime() > Date.now() ? state.view_expires_at : null;
+    if (!done && !closesAt) return false;
     const machine = await this.deps.machines.get(state.machine_id);
-    return machine !== undefined && (done ? machineEnded(machine.status) : isLive(machine));
+    if (!machine || (done ? !machineEnded(machine.status) : !isLive(machine))) return false;
+    if (closesAt) await queueClosing(this.deps.queues, state.id, closesAt);
+    return true;
   }
 
   private async step(trx: Knex.Transaction, state: StartStateRow, machine: MachineRow | undefined, after: AfterCommit[]): Promise<void> {
@@ -222,6 +226,18 @@ function queueAdvance(queues: JobQueues, stateId: string, why: string, delayMs =
   return queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'start-state-advance', { start_state_id: stateId }, {
     jobId: jobId('start-state', stateId, why.replace(/:/g, '-'), Date.now()),
     delay: delayMs,
+  });
+}
+
+/**
+ * Queues the advance that closes an open state at `closesAt` (its `view_expires_at`), once: its
+ * job id is the state's and the time's, so telling it again queues nothing more. What is lost in
+ * Redis the sweep finds.
+ */
+function queueClosing(queues: JobQueues, stateId: string, closesAt: Date): Promise<boolean> {
+  return queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'start-state-advance', { start_state_id: stateId }, {
+    jobId: jobId('start-state', stateId, 'closes', closesAt.getTime()),
+    delay: Math.max(0, closesAt.getTime() - Date.now()),
   });
 }
 

@@ -110,7 +110,9 @@ export class StartStatesService {
       if (!make && !source.pinnedRunnerId) await this.assertImageOnline(trx, caller.orgId, source.image);
       return { state: inserted, make };
     });
-    await this.afterMachineRequested(row.state, row.make);
+    // Placed at once, its make goes out now (otherwise it waits for a slot to free). Once it is
+    // made, the flow queues the closing of an open state at its time (`StartStateFlow.advance`).
+    if (row.make) this.deps.machines.send(row.make);
     return toStartState(row.state, this.deps.baseUrl);
   }
 
@@ -134,7 +136,7 @@ export class StartStatesService {
       const updated = await updateStartState(trx, id, { status: 'open', error: null, machine_id: machine.id, machine_attempts: 1, ...this.newView(input.open_minutes) }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.opened', objectType: 'start_state', objectId: id, data: { version: locked.version }, requestId });
       return { state: updated, make: await this.deps.machines.placeIn(trx, machine.id) };
     });
-    await this.afterMachineRequested(row.state, row.make);
+    if (row.make) this.deps.machines.send(row.make);
     return toStartState(row.state, this.deps.baseUrl);
   }
 
@@ -265,15 +267,6 @@ export class StartStatesService {
   private newView(openMinutes: number | undefined): Pick<StartStateRow, 'view_token' | 'view_expires_at'> {
     const ms = openMinutes !== undefined ? openMinutes * 60_000 : this.deps.openForMs;
     return { view_token: `dhv_${randomString(32)}`, view_expires_at: new Date(Date.now() + ms) };
-  }
-
-  /**
-   * The machine is recorded, and placed in the same transaction when a runner had a free slot:
-   * its make goes out now (otherwise it waits for a slot to free). An open one closes at its time.
-   */
-  private async afterMachineRequested(row: StartStateRow, make: CommandRow | null): Promise<void> {
-    if (make) this.deps.machines.send(make);
-    if (row.status === 'open' && row.view_expires_at) await this.deps.flow.advanceSoon(row.id, 'expiry', Math.max(0, row.view_expires_at.getTime() - Date.now()));
   }
 
   /** An image cannot be changed or deleted (403 `image`); an id that is neither is 404. */
