@@ -195,9 +195,18 @@ export type CommandMove = { type: CommandType; from: MachineStatus; to: MachineS
  * and applies it to its machine, in one statement: of `moves`, the one for the command's type
  * moves the machine when it is in that move's `from` status. Returns the command, its machine
  * (as moved, or as it was) and whether machines wait for a slot; undefined when there is no such
- * command.
+ * command. With `unlessSlotWanted`, a command whose move would end its machine (freeing a slot)
+ * while machines wait for one is left unsettled too: the caller settles it in a transaction that
+ * hands the slot over.
  */
-export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>, runnerId: string | undefined, moves: readonly CommandMove[]): Promise<Settled | undefined> {
+export async function settleCommand(
+  db: Db,
+  id: string,
+  outcome: Pick<CommandRow, 'status' | 'result' | 'error_code' | 'error'>,
+  runnerId: string | undefined,
+  moves: readonly CommandMove[],
+  options: { unlessSlotWanted: boolean },
+): Promise<Settled | undefined> {
   const moveRows = moves.map((move) => ({ ...move, error: move.error ?? null, ended: machineEnded(move.to) }));
   const [settled] = await runPrepared<{ command: CommandJson; moved: MachineJson | null; machine: MachineJson | null; machines_wait: boolean }>(db, SETTLE_COMMAND, [
     outcome.status,
@@ -207,6 +216,7 @@ export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow
     id,
     runnerId ?? null,
     JSON.stringify(moveRows),
+    options.unlessSlotWanted,
   ]);
   if (!settled) return undefined;
   const moved = settled.moved ? machineFromJson(settled.moved) : undefined;
@@ -216,11 +226,14 @@ export async function settleCommand(db: Db, id: string, outcome: Pick<CommandRow
 /** Settles a command and moves its machine (prepared, see `CommandJson`). */
 const SETTLE_COMMAND: PreparedStatement = {
   name: 'machines:settle-command',
-  text: `with c as (
+  text: `with x as (select * from jsonb_to_recordset($7::jsonb) as x(type text, "from" text, "to" text, error text, ended boolean)),
+     c as (
        update runner_commands set status = $1, result = $2, error_code = $3, error = $4, finished_at = now()
         where id = $5 and status = 'sent' and ($6::text is null or runner_id = $6)
+          and not ($8::boolean and exists (select 1 from machines w where w.status = 'waiting')
+                   and exists (select 1 from x join machines f on f.id = runner_commands.machine_id and f.status = x."from"
+                                where x.type = runner_commands.type and x.ended))
         returning *),
-     x as (select * from jsonb_to_recordset($7::jsonb) as x(type text, "from" text, "to" text, error text, ended boolean)),
      m as (
        update machines set status = x."to", error = coalesce(x.error, machines.error), updated_at = now(),
               ended_at = case when x.ended then now() else machines.ended_at end

@@ -308,9 +308,13 @@ export class MachinesService {
 
   /** Settles a command and applies it to its machine, in one transaction; then tells the owner. */
   private async settle(commandId: string, outcome: Parameters<typeof settleCommand>[2], fromRunner?: string): Promise<void> {
-    const applied = await this.deps.db.transaction(async (trx) => {
-      // Settled once, by the runner it was sent to: a repeat or a stranger's answer changes nothing.
-      const settled = await settleCommand(trx, commandId, outcome, fromRunner, MOVING_TYPES.flatMap((type) => machineChange({ type, ...outcome }) ?? []));
+    // Settled once, by the runner it was sent to: a repeat or a stranger's answer changes nothing.
+    const moves = MOVING_TYPES.flatMap((type) => machineChange({ type, ...outcome }) ?? []);
+    // Most answers are one statement; one that would free a slot while machines wait for one is
+    // left to the transaction below, which hands the slot over with it.
+    const alone = await settleCommand(this.deps.db, commandId, outcome, fromRunner, moves, { unlessSlotWanted: true });
+    const applied = alone ? { command: alone.command, machine: alone.machine, handedOver: null } : await this.deps.db.transaction(async (trx) => {
+      const settled = await settleCommand(trx, commandId, outcome, fromRunner, moves, { unlessSlotWanted: false });
       if (!settled) return null;
       const { command, machine, moved } = settled;
       // A slot freed while machines wait goes to one of them now. When none waits, a machine
