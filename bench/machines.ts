@@ -95,14 +95,19 @@ export async function run(): Promise<void> {
     const queueHops = watchQueueHops(config.redisUrl, prefix, 'evals');
     closers.push(() => queueHops.close());
 
-    /** One machine through the whole path, made then destroyed. */
+    /**
+     * One machine through the whole path, made then destroyed. Nothing but the request runs in the
+     * bench's process (which holds the runner) while the machine is made: the lane takes the next
+     * make the runner has answered (one at a time, its own; with several lanes, the one first in
+     * line), and only then reads which state owns that machine, to delete it.
+     */
     const oneMachine = async (): Promise<Trip> => {
       const requested = wallClockMs();
-      const state = await api('POST', '/v1/start_states', { name: 'bench', from: 'macos-15', method: 'hand' });
-      const id = state.start_state_id as string;
-      const { machine_id: machineId } = (await db('start_states').where({ id }).first('machine_id')) as { machine_id: string };
-      const make = await runner.acknowledged(machineId, 'machine.make');
+      await api('POST', '/v1/start_states', { name: 'bench', from: 'macos-15', method: 'hand' });
+      const make = await runner.nextMade();
+      const machineId = make.machineId;
       if (!make.ok) throw new Error(`machine ${machineId} was not made`);
+      const { owner_id: id } = (await db('machines').where({ id: machineId }).first('owner_id')) as { owner_id: string };
       const dropRequested = wallClockMs();
       await api('DELETE', `/v1/start_states/${id}`);
       const destroy = await runner.acknowledged(machineId, 'machine.destroy');

@@ -64,12 +64,34 @@ export class WatchedRunner {
         args[args.length - 1] = (...reply: unknown[]) => {
           times.acknowledged ??= wallClockMs();
           this.waiters.get(key(times.machineId, times.type))?.(times);
+          const claimer = times.type === 'machine.make' && !this.claimed.has(times.machineId) ? this.madeWaiters.shift() : undefined;
+          if (claimer) {
+            this.claimed.add(times.machineId);
+            claimer(times);
+          }
           (ack as (...reply: unknown[]) => void)(...reply);
         };
       }
       return emit(event, ...args);
     };
     await this.hello;
+  }
+
+  private readonly claimed = new Set<string>();
+  private readonly madeWaiters: Array<(times: CommandTimes) => void> = [];
+
+  /**
+   * The next `machine.make` the service acknowledges that no caller claimed yet, claimed: its
+   * moments (with its machine's id). Callers that wait are served in the order they asked.
+   */
+  nextMade(): Promise<CommandTimes> {
+    for (const times of this.commands.values()) {
+      if (times.type === 'machine.make' && times.acknowledged !== undefined && !this.claimed.has(times.machineId)) {
+        this.claimed.add(times.machineId);
+        return Promise.resolve(times);
+      }
+    }
+    return new Promise((resolve) => this.madeWaiters.push(resolve));
   }
 
   /** Resolves once the service acknowledged the runner's answer to the `type` command about `machineId`. */
