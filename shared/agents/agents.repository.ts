@@ -3,7 +3,7 @@
  * flag, draft) and `agent_versions` (each published config, whole). Callers pass the
  * transaction; locking is explicit (`forUpdate`).
  */
-import { isTransaction, type Knex } from '../db/knex';
+import { isTransaction, runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { keyedReader, listReader, type KeyedRead, type ListParameter } from '../db/batched-reads';
 import { selectColumns, type IsoTimestamp } from '../db/timestamps';
 import type { Actor } from '../audit/actor';
@@ -109,9 +109,15 @@ export async function listAgents(db: Knex, orgId: string): Promise<AgentWithConf
 }
 
 export async function findDefaultAgentId(db: Db, orgId: string): Promise<string | null> {
-  const row = await db('agents').where({ org_id: orgId, is_default: true }).first('agent_id');
-  return row ? (row.agent_id as string) : null;
+  const [row] = await runPrepared<{ agent_id: string }>(db, FIND_DEFAULT_AGENT_ID, [orgId]);
+  return row ? row.agent_id : null;
 }
+
+/** Prepared: every new session (a person's, a machine's) reads it. */
+const FIND_DEFAULT_AGENT_ID: PreparedStatement = {
+  name: 'agents:find-default-id',
+  text: 'select agent_id from agents where org_id = $1 and is_default limit 1',
+};
 
 /**
  * Locks the org row. Moving the default agent takes this lock first, so two moves in one org

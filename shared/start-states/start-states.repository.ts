@@ -1,4 +1,5 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
+import { rowFromJson } from '../db/timestamps';
 import { changeAudited, type AuditEntryInput } from '../audit/audit.repository';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import type { StartStateRow } from './start-state-rows';
@@ -20,11 +21,24 @@ export async function insertStartState(
   return inserted!;
 }
 
-/** One of the org's start states (not deleted). */
+/** One of the org's start states (not deleted); `lock` takes its row FOR UPDATE. Prepared: every open, save, change and delete reads one. */
 export async function findStartState(db: Db, orgId: string, id: string, lock = false): Promise<StartStateRow | undefined> {
-  const query = db<StartStateRow>('start_states').where({ org_id: orgId, id }).whereNull('deleted_at').first();
-  return lock ? query.forUpdate() : query;
+  const [found] = await runPrepared<{ state: object }>(db, lock ? FIND_START_STATE_LOCKED : FIND_START_STATE, [orgId, id]);
+  return found && rowFromJson<StartStateRow>(found.state, START_STATE_TIMESTAMPS);
 }
+
+const START_STATE_TIMESTAMPS = ['view_expires_at', 'created_at', 'updated_at', 'deleted_at'] as const;
+
+/** The row as JSON, so that a column added by a migration under a running process changes nothing of the result. */
+const FIND_START_STATE: PreparedStatement = {
+  name: 'start-states:find',
+  text: 'select row_to_json(s) as state from start_states s where s.org_id = $1 and s.id = $2 and s.deleted_at is null',
+};
+
+const FIND_START_STATE_LOCKED: PreparedStatement = {
+  name: 'start-states:find-locked',
+  text: `${FIND_START_STATE.text} for update of s`,
+};
 
 /** A start state by id, deleted or not (the flow's jobs carry ids only). */
 export async function findStartStateById(db: Db, id: string, lock = false): Promise<StartStateRow | undefined> {

@@ -1,4 +1,4 @@
-import type { Knex } from '../db/knex';
+import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import type { TestCaseFields, TestCaseRow } from './test-case-rows';
 
@@ -73,9 +73,15 @@ export function listCases<T>(db: Knex, orgId: string, filter: CaseFilter, page: 
 
 /** The live cases of the org that start from `startState` (at most `limit` ids, oldest first). */
 export async function casesUsingStartState(db: Db, orgId: string, startState: string, limit = 100): Promise<string[]> {
-  const rows = await db('test_cases').where({ org_id: orgId, start_state: startState }).whereNull('deleted_at').orderBy('seq').limit(limit).select('id');
-  return rows.map((row: { id: string }) => row.id);
+  const rows = await runPrepared<{ id: string }>(db, CASES_USING_START_STATE, [orgId, startState, limit]);
+  return rows.map((row) => row.id);
 }
+
+/** Prepared: every start state's delete asks. */
+const CASES_USING_START_STATE: PreparedStatement = {
+  name: 'test-cases:using-start-state',
+  text: 'select id from test_cases where org_id = $1 and start_state = $2 and deleted_at is null order by seq limit $3',
+};
 
 /**
  * Which of `ids` are live `ss_` states of the org. Share-locks them: `StartStatesService.delete`

@@ -113,7 +113,7 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect((await api('DELETE', `/v1/start_states/${second.start_state_id}`)).status).to.equal(200);
   });
 
-  it('places, releases and settles machines after a migration adds columns under the running service (those statements are prepared)', async () => {
+  it('places, releases and settles machines, and deletes their start states, after a migration adds columns under the running service (those statements are prepared)', async () => {
     await connectRunner('migrate-image', 1);
     const cycle = async (name: string) => {
       const made = await createState({ name, from: 'migrate-image', method: 'hand' });
@@ -125,11 +125,13 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     for (const name of ['before 1', 'before 2', 'before 3']) await cycle(name);
     await db().raw('alter table runner_commands add column probe_added integer');
     await db().raw('alter table machines add column probe_added integer');
+    await db().raw('alter table start_states add column probe_added integer');
     try {
       for (const name of ['after 1', 'after 2', 'after 3']) await cycle(name);
     } finally {
       await db().raw('alter table runner_commands drop column probe_added');
       await db().raw('alter table machines drop column probe_added');
+      await db().raw('alter table start_states drop column probe_added');
     }
   });
 
