@@ -147,7 +147,12 @@ export class MachinesService {
     // so that neither waits on the other in a circle.
     const locked = await lockCandidateRunners(trx, machineId, this.deps.offlineAfterMs);
     if (!locked.length) return null;
-    return (await placeOnFreeRunner(trx, machineId, locked, { id: newId('cmd'), deadlineMs: this.deps.bootTimeoutMs })) ?? null;
+    return (await placeOnFreeRunner(trx, machineId, locked, this.newMake())) ?? null;
+  }
+
+  /** A make's id and deadline (the runner has `bootTimeoutMs` to boot and connect the machine). */
+  private newMake() {
+    return { id: newId('cmd'), deadlineMs: this.deps.bootTimeoutMs };
   }
 
   /**
@@ -160,7 +165,7 @@ export class MachinesService {
   private async handOverSlot(trx: Knex.Transaction, runnerId: string): Promise<CommandRow | null> {
     if (!(await lockRunnerIfOnline(trx, runnerId, this.deps.offlineAfterMs))) return null;
     const machine = await lockOldestWaitingFor(trx, runnerId);
-    return machine ? ((await placeOnFreeRunner(trx, machine.id, [runnerId], { id: newId('cmd'), deadlineMs: this.deps.bootTimeoutMs })) ?? null) : null;
+    return machine ? ((await placeOnFreeRunner(trx, machine.id, [runnerId], this.newMake())) ?? null) : null;
   }
 
   /** Runs a script in the machine's shell; the owner hears when it is answered. */
