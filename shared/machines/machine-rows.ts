@@ -15,7 +15,7 @@ export const LIVE_MACHINE_STATUSES: readonly MachineStatus[] = ['starting', 'run
 /** Whether a machine in this status is over for good (destroyed, or failed): its slot, if it had one, is free. */
 export const machineEnded = (status: MachineStatus): boolean => status === 'failed' || status === 'destroyed';
 
-/** Who a machine is for; told of each of its changes (`MachineOwners`). */
+/** Who a machine is for; told of its changes (`NotifyOwner`). */
 export type MachineOwnerKind = 'start_state' | 'try';
 
 /** `mac` or `windows` for the reference runner's images; another runner's image names its own. */

@@ -28,7 +28,7 @@ import {
   waitingMachineIds,
 } from './machines.repository';
 
-/** A machine's owner is told after each change of it: made, failed, a command answered (`why`). */
+/** A machine's owner is told after each change of it (`why`): made, failed, a command answered; not its destroy, which it asked for. */
 export type NotifyOwner = (machine: Pick<MachineRow, 'id' | 'owner_kind' | 'owner_id'>, why: string) => Promise<void>;
 
 export interface MachinesDeps {
@@ -71,8 +71,8 @@ const OVERDUE_BATCH = 500;
  * Machines on runners (docs/runners.md): which runner makes one (the service counts slots and
  * never asks for more than are free), the commands about it (each a row, sent through the web
  * process that holds the runner's connection, answered or timed out), and what happens when a
- * runner goes. Its owner (a start state, later a try) is told of every change and decides what
- * comes next; this service decides nothing for it.
+ * runner goes. Its owner (a start state, a try) is told of every change but the destroy it asked
+ * for, and decides what comes next; this service decides nothing for it.
  */
 export class MachinesService {
   constructor(private readonly deps: MachinesDeps) {}
@@ -341,7 +341,7 @@ export class MachinesService {
 
   /** After a settled command changed its machine: its owner is told, and a slot it freed is offered to what waits for one. */
   private async tellOfChange(command: CommandRow, machine: MachineRow, handedOver: boolean): Promise<void> {
-    const told: Array<Promise<unknown>> = [this.deps.notifyOwner(machine, `${command.type}:${command.id}`)];
+    const told: Array<Promise<unknown>> = [this.tellOwner(machine, `${command.type}:${command.id}`)];
     if (machineEnded(machine.status)) {
       // A make that timed out may still finish on the runner later: it is told to destroy it.
       if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });
@@ -366,7 +366,16 @@ export class MachinesService {
     this.deps.logger.warn({ machine: machine.id, runner: machine.runner_id, reason }, 'machine lost');
     await this.endSession(machine, reason);
     await this.placeSoon();
-    await this.deps.notifyOwner(machine, `lost:${machine.id}`);
+    await this.tellOwner(machine, `lost:${machine.id}`);
+  }
+
+  /**
+   * The owner hears of its machine's change, unless the machine was destroyed: only the owner
+   * lets a machine go (`release`), and it changed its own record in that same transaction, so a
+   * destroy asks nothing more of it (a start state, a try). Its job would find nothing to do.
+   */
+  private async tellOwner(machine: MachineRow, why: string): Promise<void> {
+    if (machine.status !== 'destroyed') await this.deps.notifyOwner(machine, why);
   }
 
   private async command(trx: Knex.Transaction | undefined, machine: MachineRow, type: CommandType, args: Record<string, unknown>, deadlineMs: number): Promise<CommandRow> {

@@ -113,6 +113,23 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect((await api('DELETE', `/v1/start_states/${second.start_state_id}`)).status).to.equal(200);
   });
 
+  it('the owner hears of its machine\'s make, not of the destroy it asked for (no advance job after the destroy)', async () => {
+    const { runner } = await connectRunner('owner-told-image', 1, { autoDestroy: false });
+    const open = await createState({ name: 'told', from: 'owner-told-image', method: 'hand' });
+    const evals = service.running.container.queues.queue('evals');
+    const advances = async () => (await evals.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed'])).filter((job) => job.name === 'start-state-advance' && job.data.start_state_id === open.start_state_id).map((job) => job.id!);
+    await waitFor(async () => (await advances()).some((id) => id.includes('machine.make')), 5000, 'the owner told of the make');
+
+    expect((await api('DELETE', `/v1/start_states/${open.start_state_id}`)).status).to.equal(200);
+    const destroy = await waitFor(() => runner.commands.find((c) => c.type === 'machine.destroy'), 5000, 'the destroy');
+    const ack = await runner.done(destroy.command_id, { result: {} });
+    expect(ack.ok, JSON.stringify(ack)).to.equal(true);
+    expect((await db()('machines').where({ id: destroy.machine_id }).first()).status).to.equal('destroyed');
+    // The owner would be told just after the acknowledgement: give it the time to show.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await advances()).filter((id) => id.includes('machine.destroy'))).to.deep.equal([]);
+  });
+
   it('places, releases and settles machines, and deletes their start states, after a migration adds columns under the running service (those statements are prepared)', async () => {
     await connectRunner('migrate-image', 1);
     const cycle = async (name: string) => {
