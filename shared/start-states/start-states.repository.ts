@@ -1,6 +1,7 @@
 import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
 import { rowFromJson } from '../db/timestamps';
-import { changeAudited, type AuditEntryInput } from '../audit/audit.repository';
+import { auditRow, changeAudited, INSERT_AUDIT_ROW, type AuditEntryInput } from '../audit/audit.repository';
+import { CASES_USING_START_STATE } from '../test-cases/test-cases.repository';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import type { StartStateRow } from './start-state-rows';
 
@@ -62,6 +63,32 @@ export async function updateStartState(db: Db, id: string, changes: Partial<Star
   const [row] = audit ? await changeAudited<StartStateRow>(db, update, audit) : await update;
   return row!;
 }
+
+/**
+ * Deletes the org's state `id` unless live test cases start from it, with its audit row, in one
+ * statement; returns the ids of those cases (at most 100; none when it was deleted). Call it with
+ * the state's row locked by an earlier statement of the transaction (`findStartState`, `lock`): a
+ * request that adds a case share-locks that row first, so every case it adds is committed by the
+ * time this statement starts, and seen by it.
+ */
+export async function deleteStartStateUnlessUsed(db: Db, orgId: string, id: string, audit: Pick<AuditEntryInput, 'actor' | 'action' | 'data' | 'requestId'>): Promise<string[]> {
+  const entry = auditRow({ ...audit, orgId, objectType: 'start_state', objectId: id });
+  const [row] = await runPrepared<{ used_by: string[] }>(db, DELETE_START_STATE_UNLESS_USED, [orgId, id, entry.id, entry.actor, entry.action, entry.data, entry.request_id]);
+  return row!.used_by;
+}
+
+const DELETE_START_STATE_UNLESS_USED: PreparedStatement = {
+  name: 'start-states:delete-unless-used',
+  text: `with used as (${CASES_USING_START_STATE}),
+     deleted as (
+       update start_states set deleted_at = now(), view_token = null, view_expires_at = null, updated_at = now()
+        where org_id = $1 and id = $2 and deleted_at is null and not exists (select 1 from used)
+        returning id),
+     audited as (
+       ${INSERT_AUDIT_ROW}
+       select $3, $1, $4::jsonb, $5, 'start_state', id, $6::jsonb, $7 from deleted)
+     select array(select id from used order by seq) as used_by`,
+};
 
 export function listStartStates<T>(db: Knex, orgId: string, page: PageRequest, toObject: (row: StartStateRow) => T): Promise<Page<T>> {
   return paginate<StartStateRow & Record<string, unknown>, T>(db('start_states').where({ org_id: orgId }).whereNull('deleted_at'), page, toObject);

@@ -8,11 +8,10 @@ import type { MachinesService } from '../machines/machines.service';
 import { osOfImage, type CommandRow, type Disk } from '../machines/machine-rows';
 import { isRunnerOnline } from '../machines/machines.repository';
 import type { ConsoleInput, ConsoleScreen, RunnerConsole } from '../runners/runner-console';
-import { casesUsingStartState } from '../test-cases/test-cases.repository';
 import type { StartStateFlow } from './start-state-flow';
 import { imageStartState, toStartState, type StartState } from './start-state-object';
 import { stateDisk, type StartStateMethod, type StartStateRow } from './start-state-rows';
-import { findStartState, findStartStateByViewToken, imageAvailability, insertStartState, listStartStates, updateStartState, visibleImages } from './start-states.repository';
+import { deleteStartStateUnlessUsed, findStartState, findStartStateByViewToken, imageAvailability, insertStartState, listStartStates, updateStartState, visibleImages } from './start-states.repository';
 
 export interface StartStatesDeps {
   db: Knex;
@@ -179,14 +178,13 @@ export class StartStatesService {
       if (!current) throw notFound(`No start state ${id}`);
       // Under the state's row lock (FOR UPDATE, above): a case naming it share-locks the same row
       // first (TestCasesService, the lock order start states → test sets → test cases), so a batch
-      // either committed before this read (its cases are seen here: 409) or waits and then finds
-      // the state deleted (400). Nothing of test cases is locked here, so nothing waits in a circle.
-      const usedBy = await casesUsingStartState(trx, caller.orgId, id);
+      // either committed before the next statement (its cases are seen there: 409) or waits and then
+      // finds the state deleted (400). Nothing of test cases is locked here, so nothing waits in a circle.
+      const usedBy = await deleteStartStateUnlessUsed(trx, caller.orgId, id, { actor: caller.actor, action: 'start_state.deleted', data: { name: current.name, version: current.version }, requestId });
       if (usedBy.length > 0) throw conflict(`Start state ${id} is used by ${usedBy.length === 100 ? 'at least 100' : usedBy.length} test case(s); change or delete them first`, 'in_use', { test_case_ids: usedBy });
-      const deleted = await updateStartState(trx, id, { deleted_at: trx.fn.now() as never, view_token: null, view_expires_at: null }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.deleted', objectType: 'start_state', objectId: id, data: { name: current.name, version: current.version }, requestId });
       // Its machine (if any) is let go in the same transaction (the state's lock, then the machine's).
       const released = current.machine_id ? await this.deps.machines.releaseIn(trx, current.machine_id) : null;
-      return { before: current, deleted, released };
+      return { before: current, released };
     });
     await row.released?.('The start state was deleted');
     if (row.before.runner_id && row.before.version > 0) await this.deps.machines.deleteDisks(row.before.runner_id, id);

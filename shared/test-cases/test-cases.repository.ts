@@ -71,17 +71,11 @@ export function listCases<T>(db: Knex, orgId: string, filter: CaseFilter, page: 
   return paginate<TestCaseRow & Record<string, unknown>, T>(query, page, toObject);
 }
 
-/** The live cases of the org that start from `startState` (at most `limit` ids, oldest first). */
-export async function casesUsingStartState(db: Db, orgId: string, startState: string, limit = 100): Promise<string[]> {
-  const rows = await runPrepared<{ id: string }>(db, CASES_USING_START_STATE, [orgId, startState, limit]);
-  return rows.map((row) => row.id);
-}
-
-/** Prepared: every start state's delete asks. */
-const CASES_USING_START_STATE: PreparedStatement = {
-  name: 'test-cases:using-start-state',
-  text: 'select id from test_cases where org_id = $1 and start_state = $2 and deleted_at is null order by seq limit $3',
-};
+/**
+ * The live cases of org `$1` that start from state `$2`, oldest first, at most 100 (`id`, `seq`):
+ * read by the statement that deletes the state unless they exist (`deleteStartStateUnlessUsed`).
+ */
+export const CASES_USING_START_STATE = 'select id, seq from test_cases where org_id = $1 and start_state = $2 and deleted_at is null order by seq limit 100';
 
 /**
  * Which of `ids` are live `ss_` states of the org. Share-locks them: `StartStatesService.delete`
