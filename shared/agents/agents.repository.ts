@@ -113,7 +113,7 @@ export async function findDefaultAgentId(db: Db, orgId: string): Promise<string 
   return row ? row.agent_id : null;
 }
 
-/** Prepared: every new session (a person's, a machine's) reads it. */
+/** Prepared: every new person's session reads it (a machine's reads it in its insert, `insertMachineSession`). */
 const FIND_DEFAULT_AGENT_ID: PreparedStatement = {
   name: 'agents:find-default-id',
   text: 'select agent_id from agents where org_id = $1 and is_default limit 1',

@@ -1,5 +1,4 @@
 import type { AgentService } from '../agents/agents.service';
-import type { Knex } from '../db/knex';
 
 /** What sessions need to know of an agent: which one, and what the person is shown. */
 export interface SessionAgent {
@@ -12,8 +11,6 @@ export interface SessionAgent {
 export interface SessionAgentDirectory {
   /** The agent (the org's default when `agentId` is null), or throws 404. */
   forSession(orgId: string, agentId: string | null): Promise<SessionAgent>;
-  /** The org's default agent's id (a machine session's agent, which nobody is shown), read through `db` (a transaction's, when in one). */
-  defaultAgentId(orgId: string, db?: Knex | Knex.Transaction): Promise<string>;
 }
 
 /** The name the person sees when an agent has no `display_name` of its own. */
@@ -31,6 +28,5 @@ export function sessionAgentDirectory(agents: Pick<AgentService, 'get' | 'getDef
         inviteUrlTemplate: agent.invite_url_template,
       };
     },
-    defaultAgentId: (orgId, db) => agents.getDefaultAgentId(orgId, db),
   };
 }

@@ -45,13 +45,10 @@ export type NewSessionRow = Omit<SessionRow, 'seq' | 'connection_epoch' | 'task_
 
 /**
  * Inserts the session `rowFor` makes for a new pairing code, with the audit row `auditFor` makes
- * for it, in one statement; another code is drawn on the (very rare) collision: a taken code
- * inserts nothing (`ON CONFLICT DO NOTHING`, and so no audit row), so a collision neither aborts
- * the caller's transaction nor costs a savepoint.
+ * for it, in one statement (`withNewCode`).
  */
 export async function insertSessionWithNewCode(db: Db, rowFor: (code: string) => NewSessionRow, auditFor: (code: string) => AuditEntryInput): Promise<SessionRow> {
-  for (let attempt = 0; ; attempt++) {
-    const code = newPairingCode();
+  return withNewCode(async (code) => {
     const row = rowFor(code);
     const session = db<SessionRow>('sessions')
       .insert({ ...row, metadata: JSON.stringify(row.metadata) as unknown as Record<string, string> })
@@ -59,6 +56,55 @@ export async function insertSessionWithNewCode(db: Db, rowFor: (code: string) =>
       .ignore()
       .returning('*');
     const [inserted] = await changeAudited<SessionRow>(db, session, auditFor(code));
+    return inserted;
+  });
+}
+
+/**
+ * A machine's session (`kind` machine: no token, no invite) and its audit row
+ * (`session.created`), in one prepared statement (`withNewCode`). Without `agentId` its agent is
+ * the org's default, read by the same statement; with no default agent the insert fails on
+ * `agent_id` (`isNoDefaultAgent`).
+ */
+export async function insertMachineSession(
+  db: Db,
+  row: { orgId: string; agentId: string | null; label: string | null; metadata: Record<string, string>; createdAt: Date },
+  audit: Pick<AuditEntryInput, 'actor' | 'requestId'>,
+): Promise<SessionRow> {
+  return withNewCode(async (code) => {
+    const entry = auditRow({ ...audit, orgId: row.orgId, action: 'session.created', objectType: 'session', objectId: code });
+    const [inserted] = await runPrepared<{ session: SessionJson }>(db, INSERT_MACHINE_SESSION, [code, row.orgId, row.agentId, row.label, JSON.stringify(row.metadata), row.createdAt, entry.id, entry.actor, entry.request_id]);
+    return inserted && sessionFromJson(inserted.session);
+  });
+}
+
+const INSERT_MACHINE_SESSION: PreparedStatement = {
+  name: 'sessions:insert-machine',
+  text: `with inserted as (
+       insert into sessions as s (code, org_id, agent_id, kind, label, token_hash, invite_url, metadata, created_at, expires_at)
+       select $1, $2, coalesce($3, (select agent_id from agents where org_id = $2 and is_default limit 1)), 'machine', $4, null, null, $5::jsonb, $6, null
+       on conflict (code) do nothing
+       returning s.*),
+     audited as (
+       ${INSERT_AUDIT_ROW}
+       select $7, org_id, $8::jsonb, 'session.created', 'session', code, jsonb_build_object('agent_id', agent_id, 'kind', kind, 'label', label), $9 from inserted)
+     select row_to_json(i) as session from inserted i`,
+};
+
+/** What PostgreSQL answers when a machine session finds no default agent to take: a null `agent_id`. */
+export function isNoDefaultAgent(error: unknown): boolean {
+  const { code, column } = error as { code?: string; column?: string };
+  return code === '23502' && column === 'agent_id';
+}
+
+/**
+ * Draws a pairing code and runs `insert` with it. A taken code (a collision, very rare) inserts
+ * nothing (`ON CONFLICT DO NOTHING`, and so no audit row), so a collision neither aborts the
+ * caller's transaction nor costs a savepoint: another code is drawn.
+ */
+async function withNewCode(insert: (code: string) => Promise<SessionRow | undefined>): Promise<SessionRow> {
+  for (let attempt = 0; ; attempt++) {
+    const inserted = await insert(newPairingCode());
     if (inserted) return inserted;
     if (attempt >= 5) throw new Error('could not draw an unused pairing code in 6 attempts');
   }

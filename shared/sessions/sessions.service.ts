@@ -23,7 +23,9 @@ import {
   findSession,
   findSessionByCode,
   findSessionsAwayWithTask,
+  insertMachineSession,
   insertSessionWithNewCode,
+  isNoDefaultAgent,
   listSessions,
   readSessionObject,
   type SessionObjectRow,
@@ -143,16 +145,13 @@ export class SessionsService {
    * do not know it. Written in `db`'s transaction when it is one, else in its own.
    */
   async createMachineSession(db: Knex | Knex.Transaction, input: MachineSessionInput): Promise<{ session: SessionRow; code: string }> {
-    // The session's agent is only a default for its tasks: a machine shows nobody a greeting.
-    // Through `db`: a caller in a transaction must not wait for a second connection of the pool.
-    const agentId = input.agentId ?? (await this.deps.agents.defaultAgentId(input.orgId, db));
-    const now = this.deps.clock.now();
-    const label = input.label ?? null;
-    const session = await insertSessionWithNewCode(
-      db,
-      (code) => ({ code, org_id: input.orgId, agent_id: agentId, kind: 'machine', label, token_hash: null, invite_url: null, metadata: input.metadata ?? {}, created_at: now, expires_at: null }),
-      (code) => ({ orgId: input.orgId, actor: input.actor ?? null, action: 'session.created', objectType: 'session', objectId: code, data: { agent_id: agentId, kind: 'machine', label }, requestId: input.requestId }),
-    );
+    // The session's agent is only a default for its tasks: a machine shows nobody a greeting. The
+    // org's default agent is read by the insert itself. Through `db`: a caller in a transaction
+    // must not wait for a second connection of the pool.
+    const row = { orgId: input.orgId, agentId: input.agentId ?? null, label: input.label ?? null, metadata: input.metadata ?? {}, createdAt: this.deps.clock.now() };
+    const session = await insertMachineSession(db, row, { actor: input.actor ?? null, requestId: input.requestId }).catch((error: unknown) => {
+      throw isNoDefaultAgent(error) ? notFound('The org has no default agent') : error;
+    });
     return { session, code: session.code };
   }
 

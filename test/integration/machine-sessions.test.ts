@@ -7,7 +7,7 @@ import { testConfig } from '../support/environment';
 const DEVICE = { os: 'mac' as const, name: 'runner machine', width: 100, height: 100, app_version: '1.0.20' };
 const CAPABILITIES = { accessibility: true, page_addresses: true, element_info: true };
 
-describe('machine sessions: expiry', () => {
+describe('machine sessions: expiry, and their agent', () => {
   it('never expire by the 72-hour rule, unused or gone; a person\'s session beside them does', async function () {
     // Thirty days on, every person's session the suite made so far expires too (hundreds, late in a run).
     this.timeout(120_000);
@@ -37,6 +37,26 @@ describe('machine sessions: expiry', () => {
       await container.sessions.connect({ code: unused.code, device: DEVICE, capabilities: CAPABILITIES });
       // A machine's session changes are not the org's webhooks' business: no org events for them.
       expect(await container.db('org_events').whereIn('session_id', [unused.code, gone.code])).to.deep.equal([]);
+    } finally {
+      await container.close();
+    }
+  });
+
+  it('take the org\'s default agent, read by their insert, and audit it; an org with no default agent gets a 404, with nothing recorded', async () => {
+    const container = createContainer(testConfig());
+    try {
+      const { org } = await container.orgs.create('Default agent org');
+      const defaultAgent = await container.db('agents').where({ org_id: org.org_id, is_default: true }).first();
+      const { session, code } = await container.sessions.createMachineSession(container.db, { orgId: org.org_id, label: 'a machine' });
+      expect(session).to.include({ agent_id: defaultAgent.agent_id, kind: 'machine', label: 'a machine', status: 'waiting' });
+      const audit = await container.db('audit_log').where({ org_id: org.org_id, object_type: 'session', object_id: code });
+      expect(audit.map((row) => [row.action, row.data])).to.deep.equal([['session.created', { agent_id: defaultAgent.agent_id, kind: 'machine', label: 'a machine' }]]);
+
+      await container.db('agents').where({ org_id: org.org_id }).update({ is_default: false });
+      const before = await container.db('sessions').where({ org_id: org.org_id }).count<{ count: string }[]>('* as count');
+      const refused = await container.sessions.createMachineSession(container.db, { orgId: org.org_id }).then(() => null, (error: unknown) => error);
+      expect(refused).to.include({ type: 'not_found', message: 'The org has no default agent' });
+      expect(await container.db('sessions').where({ org_id: org.org_id }).count<{ count: string }[]>('* as count')).to.deep.equal(before);
     } finally {
       await container.close();
     }
