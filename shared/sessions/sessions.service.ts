@@ -28,7 +28,6 @@ import {
   isNoDefaultAgent,
   listSessions,
   readSessionObject,
-  type SessionObjectRow,
   touchSession,
   updateSession,
   type SessionFilter,

@@ -5,7 +5,7 @@ import { newId, randomString } from '../ids';
 import type { Page, PageRequest } from '../pagination';
 import type { AgentService } from '../agents/agents.service';
 import type { MachinesService } from '../machines/machines.service';
-import { osOfImage, type CommandRow, type Disk } from '../machines/machine-rows';
+import { osOfImage, type Disk } from '../machines/machine-rows';
 import { isRunnerOnline } from '../machines/machines.repository';
 import type { ConsoleInput, ConsoleScreen, RunnerConsole } from '../runners/runner-console';
 import type { StartStateFlow } from './start-state-flow';

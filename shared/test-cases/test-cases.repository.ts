@@ -1,4 +1,4 @@
-import { runPrepared, type Knex, type PreparedStatement } from '../db/knex';
+import type { Knex } from '../db/knex';
 import { paginate, type Page, type PageRequest } from '../pagination';
 import type { TestCaseFields, TestCaseRow } from './test-case-rows';
 
