@@ -34,6 +34,8 @@ export interface MachineRow {
   runner_id: string | null;
   status: MachineStatus;
   session_code: string;
+  /** False when the owner has nothing to do once the machine runs (`MachineRequest.tellOwnerWhenRunning`). */
+  tell_owner_when_running: boolean;
   placements: number;
   error: string | null;
   created_at: Date;

@@ -6,16 +6,16 @@ type Db = Knex | Knex.Transaction;
 
 const json = (value: unknown) => JSON.stringify(value) as never;
 
-export async function insertMachine(db: Db, row: Pick<MachineRow, 'id' | 'org_id' | 'owner_kind' | 'owner_id' | 'disk' | 'image' | 'os' | 'pinned_runner_id' | 'session_code'>): Promise<MachineRow> {
-  const [inserted] = await runPrepared<{ machine: MachineJson }>(db, INSERT_MACHINE, [row.id, row.org_id, row.owner_kind, row.owner_id, JSON.stringify(row.disk), row.image, row.os, row.pinned_runner_id, row.session_code]);
+export async function insertMachine(db: Db, row: Pick<MachineRow, 'id' | 'org_id' | 'owner_kind' | 'owner_id' | 'disk' | 'image' | 'os' | 'pinned_runner_id' | 'session_code' | 'tell_owner_when_running'>): Promise<MachineRow> {
+  const [inserted] = await runPrepared<{ machine: MachineJson }>(db, INSERT_MACHINE, [row.id, row.org_id, row.owner_kind, row.owner_id, JSON.stringify(row.disk), row.image, row.os, row.pinned_runner_id, row.session_code, row.tell_owner_when_running]);
   return machineFromJson(inserted!.machine);
 }
 
 /** A machine recorded, waiting for a slot (prepared, see `CommandJson`). */
 const INSERT_MACHINE: PreparedStatement = {
   name: 'machines:insert',
-  text: `insert into machines as m (id, org_id, owner_kind, owner_id, disk, image, os, pinned_runner_id, session_code, status)
-     values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, 'waiting')
+  text: `insert into machines as m (id, org_id, owner_kind, owner_id, disk, image, os, pinned_runner_id, session_code, tell_owner_when_running, status)
+     values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, 'waiting')
      returning row_to_json(m) as machine`,
 };
 

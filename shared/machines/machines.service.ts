@@ -28,7 +28,7 @@ import {
   waitingMachineIds,
 } from './machines.repository';
 
-/** A machine's owner is told after each change of it (`why`): made, failed, a command answered; not its destroy, which it asked for. */
+/** A machine's owner is told after each change of it (`why`): made (unless it said otherwise), failed, a command answered; not its destroy, which it asked for. */
 export type NotifyOwner = (machine: Pick<MachineRow, 'id' | 'owner_kind' | 'owner_id'>, why: string) => Promise<void>;
 
 export interface MachinesDeps {
@@ -54,6 +54,12 @@ export interface MachineRequest {
   pinnedRunnerId?: string | null;
   /** For the machine session's audit row ("start state ss_… (script)"). */
   label: string;
+  /**
+   * False when the owner has nothing to do once the machine runs (an open start state, used
+   * through its live view): its make's success is not told. Its failure, and every other
+   * change, is. True when left out.
+   */
+  tellOwnerWhenRunning?: boolean;
 }
 
 /** Deadlines of the commands that do not carry their own. */
@@ -93,6 +99,7 @@ export class MachinesService {
       os: input.os,
       pinned_runner_id: input.pinnedRunnerId ?? null,
       session_code: code,
+      tell_owner_when_running: input.tellOwnerWhenRunning ?? true,
     });
   }
 
@@ -341,7 +348,8 @@ export class MachinesService {
 
   /** After a settled command changed its machine: its owner is told, and a slot it freed is offered to what waits for one. */
   private async tellOfChange(command: CommandRow, machine: MachineRow, handedOver: boolean): Promise<void> {
-    const told: Array<Promise<unknown>> = [this.tellOwner(machine, `${command.type}:${command.id}`)];
+    const made = command.type === 'machine.make' && machine.status === 'running';
+    const told: Array<Promise<unknown>> = made && !machine.tell_owner_when_running ? [] : [this.tellOwner(machine, `${command.type}:${command.id}`)];
     if (machineEnded(machine.status)) {
       // A make that timed out may still finish on the runner later: it is told to destroy it.
       if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });

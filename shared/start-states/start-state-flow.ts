@@ -11,7 +11,7 @@ import type { TaskChangeObserver } from '../tasks/task-change';
 import type { MachinesService } from '../machines/machines.service';
 import { machineEnded, type CommandRow, type MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
-import { findStartStateById, findStartStateByTask, startStatesNeedingAttention, updateStartState } from './start-states.repository';
+import { findStartStateById, findStartStateByTask, openStatesPastTheirTime, startStatesNeedingAttention, updateStartState } from './start-states.repository';
 import { stateDisk, type StartStateRow } from './start-state-rows';
 
 export interface StartStateFlowDeps {
@@ -30,6 +30,8 @@ export const SETUP_SCRIPT_TIMEOUT_MS = 10 * 60_000;
 const MACHINE_ATTEMPTS = 3;
 /** A build or save this quiet is advanced by the sweep (its job may have been lost). */
 const SWEEP_QUIET_MS = 30_000;
+/** Open states closed by one look (`closeExpired`). */
+const CLOSE_BATCH = 100;
 /** The end of a script's output kept in a failed state's `error`. */
 const OUTPUT_TAIL = 2_000;
 
@@ -40,8 +42,9 @@ type AfterCommit = () => Promise<unknown> | void;
  * How a start state gets from one status to the next (docs/evals.md, "Start states"): each time
  * its machine changes, a command about it is answered, its task ends or its open machine's time
  * is up, `advance` reads where things are and takes the next step, under the state's row lock.
- * Runs in worker-evals (`start-state-advance` jobs), so it may be told the same thing twice:
- * every step looks at what is recorded before acting.
+ * Runs in worker-evals (`start-state-advance` jobs, and a look every second for open states past
+ * their time), so it may be told the same thing twice: every step looks at what is recorded
+ * before acting.
  */
 export class StartStateFlow {
   constructor(private readonly deps: StartStateFlowDeps) {}
@@ -49,6 +52,16 @@ export class StartStateFlow {
   /** Queues an `advance` (after a machine change, a request, an open machine's time). */
   advanceSoon(stateId: string, why: string, delayMs = 0): Promise<unknown> {
     return queueAdvance(this.deps.queues, stateId, why, delayMs);
+  }
+
+  /**
+   * Open states past their `view_expires_at` close, oldest first (worker-evals looks every
+   * second; the sweep looks too). Returns how many were looked at.
+   */
+  async closeExpired(): Promise<number> {
+    const ids = await openStatesPastTheirTime(this.deps.db, CLOSE_BATCH);
+    for (const id of ids) await this.advance(id);
+    return ids.length;
   }
 
   /** The sweep: open machines past their time, states whose machine or task ended unnoticed, and quiet builds and saves. */
@@ -74,20 +87,17 @@ export class StartStateFlow {
    * Told of a change that asks nothing of it, a state is answered from two reads, without taking
    * its row's lock from a request; true when it was. Two such states: one done with (deleted,
    * ready or failed) whose machine has ended (it was just destroyed), and an open one whose
-   * machine is live and whose time is not up (its machine was just made, say), for which the
-   * advance that closes it at `view_expires_at` is queued. Neither changes back without queuing
-   * an advance of its own.
+   * machine is live and whose time is not up (`closeExpired` closes it then). Neither changes
+   * back without queuing an advance of its own.
    */
   private async answeredWithoutLock(stateId: string): Promise<boolean> {
     const state = await findStartStateById(this.deps.db, stateId);
     if (!state?.machine_id) return false;
     const done = state.deleted_at !== null || state.status === 'ready' || state.status === 'failed';
-    const closesAt = state.status === 'open' && state.view_expires_at !== null && state.view_expires_at.getTime() > Date.now() ? state.view_expires_at : null;
-    if (!done && !closesAt) return false;
+    const openInTime = state.status === 'open' && state.view_expires_at !== null && state.view_expires_at.getTime() > Date.now();
+    if (!done && !openInTime) return false;
     const machine = await this.deps.machines.get(state.machine_id);
-    if (!machine || (done ? !machineEnded(machine.status) : !isLive(machine))) return false;
-    if (closesAt) await queueClosing(this.deps.queues, state.id, closesAt);
-    return true;
+    return machine !== undefined && (done ? machineEnded(machine.status) : isLive(machine));
   }
 
   private async step(trx: Knex.Transaction, state: StartStateRow, machine: MachineRow | undefined, after: AfterCommit[]): Promise<void> {
@@ -226,18 +236,6 @@ function queueAdvance(queues: JobQueues, stateId: string, why: string, delayMs =
   return queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'start-state-advance', { start_state_id: stateId }, {
     jobId: jobId('start-state', stateId, why.replace(/:/g, '-'), Date.now()),
     delay: delayMs,
-  });
-}
-
-/**
- * Queues the advance that closes an open state at `closesAt` (its `view_expires_at`), once: its
- * job id is the state's and the time's, so telling it again queues nothing more. What is lost in
- * Redis the sweep finds.
- */
-function queueClosing(queues: JobQueues, stateId: string, closesAt: Date): Promise<boolean> {
-  return queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'start-state-advance', { start_state_id: stateId }, {
-    jobId: jobId('start-state', stateId, 'closes', closesAt.getTime()),
-    delay: Math.max(0, closesAt.getTime() - Date.now()),
   });
 }
 

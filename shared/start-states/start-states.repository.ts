@@ -115,6 +115,17 @@ export async function startStatesNeedingAttention(db: Db, quietMs: number, limit
   return rows.map((row) => row.id);
 }
 
+/** Open states whose `view_expires_at` has passed, the earliest first (index `start_states_open_until`). Prepared: worker-evals asks every second. */
+export async function openStatesPastTheirTime(db: Db, limit: number): Promise<string[]> {
+  const rows = await runPrepared<{ id: string }>(db, OPEN_STATES_PAST_THEIR_TIME, [limit]);
+  return rows.map((row) => row.id);
+}
+
+const OPEN_STATES_PAST_THEIR_TIME: PreparedStatement = {
+  name: 'start-states:open-past-their-time',
+  text: "select id from start_states where status = 'open' and view_expires_at <= now() and deleted_at is null order by view_expires_at limit $1",
+};
+
 /**
  * The images the org's runners (its own and the cloud ones, not revoked) report, each with the
  * labels of the runners that have it and when the first of them was registered.

@@ -84,6 +84,8 @@ export class StartStatesService {
         os: osOfImage(source.image),
         pinnedRunnerId: source.pinnedRunnerId,
         label: `start state ${id} (${input.method})`,
+        // An open state waits for a person, not for its machine: it closes at its time (`StartStateFlow.closeExpired`).
+        tellOwnerWhenRunning: !open,
       });
       const inserted = await insertStartState(trx, {
         id,
@@ -109,8 +111,7 @@ export class StartStatesService {
       if (!make && !source.pinnedRunnerId) await this.assertImageOnline(trx, caller.orgId, source.image);
       return { state: inserted, make };
     });
-    // Placed at once, its make goes out now (otherwise it waits for a slot to free). Once it is
-    // made, the flow queues the closing of an open state at its time (`StartStateFlow.advance`).
+    // Placed at once, its make goes out now (otherwise it waits for a slot to free).
     if (row.make) this.deps.machines.send(row.make);
     return toStartState(row.state, this.deps.baseUrl);
   }
@@ -131,6 +132,7 @@ export class StartStatesService {
         os: locked.os,
         pinnedRunnerId: source.pinnedRunnerId,
         label: `start state ${id} opened`,
+        tellOwnerWhenRunning: false,
       });
       const updated = await updateStartState(trx, id, { status: 'open', error: null, machine_id: machine.id, machine_attempts: 1, ...this.newView(input.open_minutes) }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.opened', objectType: 'start_state', objectId: id, data: { version: locked.version }, requestId });
       return { state: updated, make: await this.deps.machines.placeIn(trx, machine.id) };

@@ -113,21 +113,30 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect((await api('DELETE', `/v1/start_states/${second.start_state_id}`)).status).to.equal(200);
   });
 
-  it('the owner hears of its machine\'s make, not of the destroy it asked for (no advance job after the destroy)', async () => {
-    const { runner } = await connectRunner('owner-told-image', 1, { autoDestroy: false });
-    const open = await createState({ name: 'told', from: 'owner-told-image', method: 'hand' });
+  it('an open state\'s owner hears neither of its machine\'s make nor of the destroy it asked for; a build\'s hears of its make (advance jobs)', async () => {
+    const { runner } = await connectRunner('owner-told-image', 2, { autoDestroy: false });
+    runner.onCommand((command) => {
+      if (command.type === 'machine.run') void runner.done(command.command_id, { result: { exit_code: 0, output: '' } });
+      if (command.type === 'machine.save') void runner.done(command.command_id, { result: { bytes: 1 } });
+    });
     const evals = service.running.container.queues.queue('evals');
-    const advances = async () => (await evals.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed'])).filter((job) => job.name === 'start-state-advance' && job.data.start_state_id === open.start_state_id).map((job) => job.id!);
-    await waitFor(async () => (await advances()).some((id) => id.includes('machine.make')), 5000, 'the owner told of the make');
+    const advances = async (stateId: string) => (await evals.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed'])).filter((job) => job.name === 'start-state-advance' && job.data.start_state_id === stateId).map((job) => job.id!);
+
+    const open = await createState({ name: 'told', from: 'owner-told-image', method: 'hand' });
+    const machine = await waitFor(async () => (await db()('machines').where({ owner_id: open.start_state_id, status: 'running' }).first()) ?? null, 5000, 'the open state\'s machine running');
+    expect(machine.tell_owner_when_running).to.equal(false);
+    // A build's make is told (its script runs next): the same look finds its job.
+    const build = await createState({ name: 'built', from: 'owner-told-image', method: 'script', script: 'true' });
+    await waitFor(async () => (await advances(build.start_state_id)).some((id) => id.includes('machine.make')), 5000, 'the build told of its make');
 
     expect((await api('DELETE', `/v1/start_states/${open.start_state_id}`)).status).to.equal(200);
-    const destroy = await waitFor(() => runner.commands.find((c) => c.type === 'machine.destroy'), 5000, 'the destroy');
+    const destroy = await waitFor(() => runner.commands.find((c) => c.type === 'machine.destroy' && c.machine_id === machine.id), 5000, 'the destroy');
     const ack = await runner.done(destroy.command_id, { result: {} });
     expect(ack.ok, JSON.stringify(ack)).to.equal(true);
-    expect((await db()('machines').where({ id: destroy.machine_id }).first()).status).to.equal('destroyed');
+    expect((await db()('machines').where({ id: machine.id }).first()).status).to.equal('destroyed');
     // The owner would be told just after the acknowledgement: give it the time to show.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await advances()).filter((id) => id.includes('machine.destroy'))).to.deep.equal([]);
+    expect(await advances(open.start_state_id)).to.deep.equal([]);
   });
 
   it('places, releases and settles machines, and deletes their start states, after a migration adds columns under the running service (those statements are prepared)', async () => {
@@ -245,7 +254,7 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect(lost.error).to.contain('went offline');
   });
 
-  it('an open machine nobody saves closes at view.expires_at (its delayed job): never saved, the state is failed; the view ends', async () => {
+  it('an open machine nobody saves closes within a second of view.expires_at (worker-evals\' look, no job of its own): never saved, the state is failed; the view ends', async () => {
     const { runner } = await connectRunner('expiry-image', 1);
     const made = await createState({ name: 'left open', from: 'expiry-image', method: 'hand' });
     expect(Date.parse(made.view!.expires_at) - Date.now()).to.be.within(2000, 4500);
@@ -254,8 +263,12 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect(closed.view).to.equal(null);
     await waitFor(() => runner.commands.find((c) => c.type === 'machine.destroy'), 5000, 'its machine destroyed');
     expect((await fetch(service.baseUrl + new URL(made.view!.screen_url).pathname)).status).to.equal(404);
-    const audit = (await api('GET', `/v1/audit_log?object_type=start_state&object_id=${made.start_state_id}`)).body.data.map((e: { action: string }) => e.action);
-    expect(audit).to.include('start_state.closed');
+    const audit = (await api('GET', `/v1/audit_log?object_type=start_state&object_id=${made.start_state_id}`)).body.data as Array<{ action: string; created_at: string }>;
+    const closedAt = audit.find((entry) => entry.action === 'start_state.closed')!.created_at;
+    expect(Date.parse(closedAt) - Date.parse(made.view!.expires_at)).to.be.within(0, 2000);
+    const evals = service.running.container.queues.queue('evals');
+    const jobs = (await evals.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed'])).filter((job) => job.data.start_state_id === made.start_state_id);
+    expect(jobs.map((job) => job.id)).to.deep.equal([]);
   });
 
   it('refuses what cannot be made: an unknown image (400 naming from), no online runner (409 no_runner), method fields that do not fit; a refusal records nothing', async () => {

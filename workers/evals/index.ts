@@ -8,19 +8,19 @@ import type { SweepStep } from '../maintenance/sweep.processor';
 
 export interface EvalsDeps {
   machines: Pick<MachinesService, 'placeNow' | 'placeWaiting' | 'timedOut' | 'timeOutOverdue' | 'checkRunner' | 'sweep'>;
-  startStates: Pick<StartStateFlow, 'advance' | 'sweep'>;
+  startStates: Pick<StartStateFlow, 'advance' | 'closeExpired' | 'sweep'>;
   tries: Pick<TryFlow, 'schedule' | 'advance' | 'sweep'>;
 }
 
-/** How often worker-evals looks for runner commands past their deadline. */
-export const COMMAND_DEADLINES_EVERY_MS = 1_000;
+/** How often worker-evals looks for runner commands past their deadline and open start states past their time. */
+export const DEADLINES_EVERY_MS = 1_000;
 
 /**
  * The `evals` queue (worker-evals): machines placed on runners, runners that went checked, start
  * states moved along, tries scheduled and carried out. Every job carries ids; what to do is read
  * from PostgreSQL, so a job run twice does its work once. Beside the worker, a look every second
- * times out the runner commands past their deadline (each command's deadline is in its row; the
- * sweep looks too).
+ * times out the runner commands past their deadline and closes the open start states past their
+ * time (both deadlines are in their rows; the sweep looks too).
  */
 export function evalsWiring(deps: EvalsDeps & { logger: Logger }): QueueWiring {
   const useFreeSlots = async () => {
@@ -43,7 +43,11 @@ export function evalsWiring(deps: EvalsDeps & { logger: Logger }): QueueWiring {
       'try-advance': async (payload) => deps.tries.advance((payload as JobPayload<'evals', 'try-advance'>).try_id),
     },
     async alongside() {
-      return everyInterval(COMMAND_DEADLINES_EVERY_MS, () => deps.machines.timeOutOverdue(), deps.logger, 'could not time out overdue runner commands');
+      const lookAtDeadlines = async () => {
+        await deps.machines.timeOutOverdue();
+        await deps.startStates.closeExpired();
+      };
+      return everyInterval(DEADLINES_EVERY_MS, lookAtDeadlines, deps.logger, 'could not time out overdue runner commands or close open start states');
     },
   };
 }
