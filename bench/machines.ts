@@ -167,10 +167,14 @@ export async function run(): Promise<void> {
       const elapsedMs = performance.now() - started;
       const cores = Object.entries(cpuAfter).map(([name, ms]) => `${name} ${((ms - cpuBefore[name as keyof typeof cpuBefore]) / elapsedMs).toFixed(2)}`).join(', ');
       const perMachine = (before: number, after: number) => ((after - before) / MACHINES).toFixed(1);
+      const jobsPerMachine = async (name: string, idPrefix: string, since: number) => {
+        const waits = await queueHops.waits(idPrefix, since);
+        return waits.length === 0 ? `${name} none` : `${name} ${(waits.length / MACHINES).toFixed(1)}, ${p50(waits).toFixed(1)} ms`;
+      };
       lines.push(
         ...report(atOnce, floor, figures),
         ...(await hops(db, trips)),
-        `  BullMQ wait (added → taken by worker-evals, p50): start-state-advance ${p50(await queueHops.waits('start-state', mark)).toFixed(1)} ms`,
+        `  BullMQ jobs per machine, and their wait (added → taken by worker-evals, p50): ${await jobsPerMachine('start-state-advance', 'start-state', mark)}; ${await jobsPerMachine('use-free-slots', 'free-slots', mark)}`,
         `  cores used on the whole path: ${cores} (of 2)`,
         `  SQL statements per machine: web ${perMachine(queriesBefore.web, await queries(web))}, worker-evals ${perMachine(queriesBefore.evals, await queries(evals))}`,
         `  a writing transaction alone (BEGIN, txid_current(), COMMIT) on this PostgreSQL, p50: ${(await commitProbe(db)).toFixed(1)} ms`,

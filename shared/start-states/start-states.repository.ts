@@ -9,18 +9,58 @@ type Db = Knex | Knex.Transaction;
 
 const json = (value: unknown) => JSON.stringify(value) as never;
 
-/** A new state and its audit row, in one statement. */
+/** A new state and its audit row, in one statement. Prepared: every start state's create writes one. */
 export async function insertStartState(
   db: Db,
   row: Omit<StartStateRow, 'seq' | 'created_at' | 'updated_at' | 'deleted_at' | 'version' | 'runner_id' | 'labels' | 'error' | 'task_id' | 'machine_attempts'> & Partial<Pick<StartStateRow, 'runner_id' | 'labels'>>,
   audit: AuditEntryInput,
 ): Promise<StartStateRow> {
-  const insert = db<StartStateRow>('start_states')
-    .insert({ ...row, from_disk: json(row.from_disk), metadata: json(row.metadata), labels: json(row.labels ?? []), machine_attempts: row.machine_id ? 1 : 0 })
-    .returning('*');
-  const [inserted] = await changeAudited<StartStateRow>(db, insert, audit);
-  return inserted!;
+  const entry = auditRow(audit);
+  const [inserted] = await runPrepared<{ state: object }>(db, INSERT_START_STATE, [
+    row.id,
+    row.org_id,
+    row.name,
+    row.description,
+    row.from_id,
+    row.method,
+    row.script,
+    row.instruction,
+    row.agent_id,
+    row.status,
+    row.image,
+    json(row.from_disk),
+    row.os,
+    row.runner_id ?? null,
+    json(row.labels ?? []),
+    json(row.metadata),
+    row.machine_id,
+    row.machine_id ? 1 : 0,
+    row.view_token,
+    row.view_expires_at,
+    entry.id,
+    entry.org_id,
+    entry.actor,
+    entry.action,
+    entry.object_type,
+    entry.object_id,
+    entry.data,
+    entry.request_id,
+  ]);
+  return rowFromJson<StartStateRow>(inserted!.state, START_STATE_TIMESTAMPS);
 }
+
+const INSERT_START_STATE: PreparedStatement = {
+  name: 'start-states:insert',
+  text: `with inserted as (
+       insert into start_states as s (id, org_id, name, description, from_id, method, script, instruction, agent_id, status, image, from_disk,
+                                      os, runner_id, labels, metadata, machine_id, machine_attempts, view_token, view_expires_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15::jsonb, $16::jsonb, $17, $18, $19, $20)
+       returning s.*),
+     audited as (
+       ${INSERT_AUDIT_ROW}
+       select $21, $22, $23::jsonb, $24, $25, $26, $27::jsonb, $28 from inserted)
+     select row_to_json(i) as state from inserted i`,
+};
 
 /** One of the org's start states (not deleted); `lock` takes its row FOR UPDATE. Prepared: every open, save, change and delete reads one. */
 export async function findStartState(db: Db, orgId: string, id: string, lock = false): Promise<StartStateRow | undefined> {
