@@ -6,17 +6,55 @@ type Db = Knex | Knex.Transaction;
 
 const json = (value: unknown) => JSON.stringify(value) as never;
 
-export async function insertMachine(db: Db, row: Pick<MachineRow, 'id' | 'org_id' | 'owner_kind' | 'owner_id' | 'disk' | 'image' | 'os' | 'pinned_runner_id' | 'session_code' | 'tell_owner_when_running'>): Promise<MachineRow> {
-  const [inserted] = await runPrepared<{ machine: MachineJson }>(db, INSERT_MACHINE, [row.id, row.org_id, row.owner_kind, row.owner_id, JSON.stringify(row.disk), row.image, row.os, row.pinned_runner_id, row.session_code, row.tell_owner_when_running]);
+/**
+ * Whether runner `r` could make machine `m`: online (seen within the milliseconds in parameter
+ * `offlineAfterMs`), the machine's org's or a cloud runner, with its image, and the runner it is
+ * pinned to if it is.
+ */
+const couldMake = (offlineAfterMs: string) => `r.revoked_at is null and r.connection_id is not null and r.last_seen_at > now() - (${offlineAfterMs} * interval '1 millisecond')
+        and (r.org_id = m.org_id or r.scope = 'cloud') and r.images ? m.image
+        and (m.pinned_runner_id is null or m.pinned_runner_id = r.id)`;
+
+/** A new machine's row: waiting for a slot. */
+export type NewMachineRow = Pick<MachineRow, 'id' | 'org_id' | 'owner_kind' | 'owner_id' | 'disk' | 'image' | 'os' | 'pinned_runner_id' | 'session_code' | 'tell_owner_when_running'>;
+
+export async function insertMachine(db: Db, row: NewMachineRow): Promise<MachineRow> {
+  const [inserted] = await runPrepared<{ machine: MachineJson }>(db, INSERT_MACHINE, newMachineValues(row));
   return machineFromJson(inserted!.machine);
+}
+
+/** The insert of a new machine (`m`), waiting for a slot, its values $1–$10 (`newMachineValues`). */
+const INSERT_MACHINE_INTO = `insert into machines as m (id, org_id, owner_kind, owner_id, disk, image, os, pinned_runner_id, session_code, tell_owner_when_running, status)
+     values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, 'waiting')`;
+
+function newMachineValues(row: NewMachineRow): unknown[] {
+  return [row.id, row.org_id, row.owner_kind, row.owner_id, JSON.stringify(row.disk), row.image, row.os, row.pinned_runner_id, row.session_code, row.tell_owner_when_running];
 }
 
 /** A machine recorded, waiting for a slot (prepared, see `CommandJson`). */
 const INSERT_MACHINE: PreparedStatement = {
   name: 'machines:insert',
-  text: `insert into machines as m (id, org_id, owner_kind, owner_id, disk, image, os, pinned_runner_id, session_code, tell_owner_when_running, status)
-     values ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, 'waiting')
+  text: `${INSERT_MACHINE_INTO}
      returning row_to_json(m) as machine`,
+};
+
+/**
+ * `insertMachine` with the runners that could make the new machine locked by the same statement
+ * (`lockCandidateRunners`), for a caller that places it next in its transaction
+ * (`placeOnFreeRunner`, a statement of its own, whose count then sees every placement on them).
+ * Nobody else can lock a machine before its transaction commits, so taking the runners with it
+ * keeps the order a slot's hand-over takes them in (runners, then the machine).
+ */
+export async function insertMachineLockingRunners(db: Knex.Transaction, row: NewMachineRow, offlineAfterMs: number): Promise<{ machine: MachineRow; runnerIds: string[] }> {
+  const [inserted] = await runPrepared<{ machine: MachineJson; runner_ids: string[] }>(db, INSERT_MACHINE_LOCKING_RUNNERS, [...newMachineValues(row), offlineAfterMs]);
+  return { machine: machineFromJson(inserted!.machine), runnerIds: inserted!.runner_ids };
+}
+
+const INSERT_MACHINE_LOCKING_RUNNERS: PreparedStatement = {
+  name: 'machines:insert-locking-runners',
+  text: `with m as (${INSERT_MACHINE_INTO} returning m.*),
+     locked as (select r.id from runners r cross join m where ${couldMake('$11')} order by r.id for update of r)
+     select row_to_json(m) as machine, array(select id from locked) as runner_ids from m`,
 };
 
 export async function findMachine(db: Db, id: string, lock = false): Promise<MachineRow | undefined> {
@@ -46,6 +84,11 @@ function commandFromJson(json: CommandJson): CommandRow {
   return rowFromJson<CommandRow>(json, ['sent_at', 'deadline_at', 'finished_at']);
 }
 
+/** The machine's owner is to hear when it runs (`MachinesService.tellOwnerWhenRunning`); its row stays locked by the caller's transaction. */
+export async function setTellOwnerWhenRunning(db: Knex.Transaction, id: string): Promise<void> {
+  await db('machines').where({ id, tell_owner_when_running: false }).update({ tell_owner_when_running: true, updated_at: db.fn.now() });
+}
+
 export async function updateMachine(db: Db, id: string, changes: Partial<MachineRow>): Promise<MachineRow> {
   const [row] = await db<MachineRow>('machines').where({ id }).update({ ...changes, updated_at: db.fn.now() as never }).returning('*');
   return row!;
@@ -66,9 +109,7 @@ export async function lockCandidateRunners(db: Knex.Transaction, machineId: stri
 const LOCK_CANDIDATE_RUNNERS: PreparedStatement = {
   name: 'machines:lock-candidate-runners',
   text: `select r.id from runners r join machines m on m.id = $1 and m.status = 'waiting'
-      where r.revoked_at is null and r.connection_id is not null and r.last_seen_at > now() - ($2 * interval '1 millisecond')
-        and (r.org_id = m.org_id or r.scope = 'cloud') and r.images ? m.image
-        and (m.pinned_runner_id is null or m.pinned_runner_id = r.id)
+      where ${couldMake('$2')}
       order by r.id for update of r`,
 };
 

@@ -11,6 +11,7 @@ import {
   findMachine,
   insertCommand,
   insertMachine,
+  insertMachineLockingRunners,
   isRunnerOnline,
   liveMachinesOn,
   lockCandidateRunners,
@@ -18,9 +19,11 @@ import {
   lockRunnerIfOnline,
   moveMachine,
   type CommandMove,
+  type NewMachineRow,
   lostRunnerIds,
   overdueCommandIds,
   placeOnFreeRunner,
+  setTellOwnerWhenRunning,
   settleCommand,
   stopMachine,
   unansweredCommands,
@@ -85,11 +88,38 @@ export class MachinesService {
 
   /**
    * Records a machine waiting for a slot, with the machine session it will pair with, in the
-   * caller's transaction. Call `placeSoon` once it commits.
+   * caller's transaction. Call `placeNow` once it commits.
    */
   async request(trx: Knex.Transaction, input: MachineRequest): Promise<MachineRow> {
+    return insertMachine(trx, await this.newMachine(trx, input));
+  }
+
+  /**
+   * `request`, then `place`, in the caller's transaction: the machine is recorded with the
+   * runners that could make it locked (one statement), then placed on one with a free slot. Its
+   * make, to `send` once that transaction commits, or null when it waits for a slot. The runners
+   * stay locked until the commit.
+   */
+  async requestPlaced(trx: Knex.Transaction, input: MachineRequest): Promise<{ machine: MachineRow; make: CommandRow | null }> {
+    const { machine, runnerIds } = await insertMachineLockingRunners(trx, await this.newMachine(trx, input), this.deps.offlineAfterMs);
+    const make = runnerIds.length ? await placeOnFreeRunner(trx, machine.id, runnerIds, this.newMake()) : undefined;
+    return { machine, make: make ?? null };
+  }
+
+  /**
+   * From now on the owner hears when the machine runs (an open state asked to save before its
+   * machine started), in the caller's transaction. The machine's row is locked by it, so an answer
+   * to its make settled meanwhile is told with the change, or seen as running by the owner's next
+   * look once this commits.
+   */
+  async tellOwnerWhenRunning(trx: Knex.Transaction, machineId: string): Promise<void> {
+    await setTellOwnerWhenRunning(trx, machineId);
+  }
+
+  /** A new machine's row, its machine session recorded. */
+  private async newMachine(trx: Knex.Transaction, input: MachineRequest): Promise<NewMachineRow> {
     const { code } = await this.deps.sessions.createMachineSession(trx, { orgId: input.orgId, label: input.label });
-    return insertMachine(trx, {
+    return {
       id: newId('mc'),
       org_id: input.orgId,
       owner_kind: input.owner.kind,
@@ -100,7 +130,7 @@ export class MachinesService {
       pinned_runner_id: input.pinnedRunnerId ?? null,
       session_code: code,
       tell_owner_when_running: input.tellOwnerWhenRunning ?? true,
-    });
+    };
   }
 
   /** Queues the pass that gives free slots out (`useFreeSlotsSoon`, worker-evals). */
@@ -138,23 +168,15 @@ export class MachinesService {
 
   /** Places one waiting machine; false when no runner has a free slot for it now. */
   async place(machineId: string): Promise<boolean> {
-    const sent = await this.deps.db.transaction((trx) => this.placeIn(trx, machineId));
+    const sent = await this.deps.db.transaction(async (trx) => {
+      // Runners first, then the machine: the order a slot's hand-over takes them in (`settle`),
+      // so that neither waits on the other in a circle.
+      const locked = await lockCandidateRunners(trx, machineId, this.deps.offlineAfterMs);
+      return locked.length ? placeOnFreeRunner(trx, machineId, locked, this.newMake()) : undefined;
+    });
     if (!sent) return false;
     this.send(sent);
     return true;
-  }
-
-  /**
-   * `place` in the caller's transaction (which may have just recorded the machine): its make, to
-   * `send` once that transaction commits, or null when no runner has a free slot for it now (it
-   * waits). The runners stay locked until the commit: call it last.
-   */
-  async placeIn(trx: Knex.Transaction, machineId: string): Promise<CommandRow | null> {
-    // Runners first, then the machine: the order a slot's hand-over takes them in (`settle`),
-    // so that neither waits on the other in a circle.
-    const locked = await lockCandidateRunners(trx, machineId, this.deps.offlineAfterMs);
-    if (!locked.length) return null;
-    return (await placeOnFreeRunner(trx, machineId, locked, this.newMake())) ?? null;
   }
 
   /** A make's id and deadline (the runner has `bootTimeoutMs` to boot and connect the machine). */

@@ -77,7 +77,7 @@ export class StartStatesService {
     const id = newId('ss');
     const open = input.method === 'hand';
     const row = await this.deps.db.transaction(async (trx) => {
-      const machine = await this.deps.machines.request(trx, {
+      const { machine, make } = await this.deps.machines.requestPlaced(trx, {
         orgId: caller.orgId,
         owner: { kind: 'start_state', id },
         disk: source.disk,
@@ -87,6 +87,8 @@ export class StartStatesService {
         // An open state waits for a person, not for its machine: it closes at its time (`StartStateFlow.closeExpired`).
         tellOwnerWhenRunning: !open,
       });
+      // Placed, it is on an online runner with the image; otherwise one must be online for it to wait for.
+      if (!make && !source.pinnedRunnerId) await this.assertImageOnline(trx, caller.orgId, source.image);
       const inserted = await insertStartState(trx, {
         id,
         org_id: caller.orgId,
@@ -106,9 +108,6 @@ export class StartStatesService {
         machine_id: machine.id,
         ...(open ? this.newView(input.open_minutes) : { view_token: null, view_expires_at: null }),
       }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.created', objectType: 'start_state', objectId: id, data: { name: input.name.trim(), from: source.fromId, method: input.method }, requestId });
-      const make = await this.deps.machines.placeIn(trx, machine.id);
-      // Placed, it is on an online runner with the image; otherwise one must be online for it to wait for.
-      if (!make && !source.pinnedRunnerId) await this.assertImageOnline(trx, caller.orgId, source.image);
       return { state: inserted, make };
     });
     // Placed at once, its make goes out now (otherwise it waits for a slot to free).
@@ -125,7 +124,7 @@ export class StartStatesService {
     const row = await this.deps.db.transaction(async (trx) => {
       const locked = await findStartState(trx, caller.orgId, id, true);
       if (locked?.status !== 'ready') throw conflict(`Start state ${id} is ${locked?.status ?? 'gone'}; only a ready one can be opened`, 'not_ready');
-      const machine = await this.deps.machines.request(trx, {
+      const { machine, make } = await this.deps.machines.requestPlaced(trx, {
         orgId: caller.orgId,
         owner: { kind: 'start_state', id },
         disk: source.disk,
@@ -135,7 +134,7 @@ export class StartStatesService {
         tellOwnerWhenRunning: false,
       });
       const updated = await updateStartState(trx, id, { status: 'open', error: null, machine_id: machine.id, machine_attempts: 1, ...this.newView(input.open_minutes) }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.opened', objectType: 'start_state', objectId: id, data: { version: locked.version }, requestId });
-      return { state: updated, make: await this.deps.machines.placeIn(trx, machine.id) };
+      return { state: updated, make };
     });
     if (row.make) this.deps.machines.send(row.make);
     return toStartState(row.state, this.deps.baseUrl);
@@ -148,6 +147,8 @@ export class StartStatesService {
       const current = await findStartState(trx, caller.orgId, id, true);
       if (!current) throw notFound(`No start state ${id}`);
       if (current.status !== 'open') throw conflict(`Start state ${id} is ${current.status}; only an open one can be saved`, 'not_open');
+      // Saving waits for the machine to run: one still starting tells the flow when it does.
+      if (current.machine_id) await this.deps.machines.tellOwnerWhenRunning(trx, current.machine_id);
       return updateStartState(trx, id, { status: 'saving', view_token: null, view_expires_at: null }, { orgId: caller.orgId, actor: caller.actor, action: 'start_state.save_requested', objectType: 'start_state', objectId: id, data: { version: current.version + 1 }, requestId });
     });
     await this.deps.flow.advanceSoon(id, 'save');

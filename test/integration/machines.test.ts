@@ -139,6 +139,19 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect(await advances(open.start_state_id)).to.deep.equal([]);
   });
 
+  it('an open state saved before its machine runs is saved once it does (its owner then hears of the make)', async () => {
+    const { runner, runnerId } = await connectRunner('save-early-image', 1, { autoMake: false });
+    runner.onCommand((command) => {
+      if (command.type === 'machine.save') void runner.done(command.command_id, { result: { bytes: 1 } });
+    });
+    const open = await createState({ name: 'saved early', from: 'save-early-image', method: 'hand' });
+    const make = await waitFor(() => runner.commands.find((c) => c.type === 'machine.make'), 5000, 'the make');
+    expect((await api('POST', `/v1/start_states/${open.start_state_id}/save`)).body.status).to.equal('saving');
+    await runner.done(make.command_id, { result: {} });
+    const ready = await waitFor(async () => ((await state(open.start_state_id)).status === 'ready' ? state(open.start_state_id) : null), 5000, 'saved and ready');
+    expect(ready).to.include({ version: 1, runner_id: runnerId });
+  });
+
   it('places, releases and settles machines, and deletes their start states, after a migration adds columns under the running service (those statements are prepared)', async () => {
     await connectRunner('migrate-image', 1);
     const cycle = async (name: string) => {
