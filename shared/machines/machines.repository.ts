@@ -189,20 +189,29 @@ export async function liveMachinesOn(db: Db, runnerId: string, lock = false): Pr
 }
 
 /**
- * A machine on its runner (starting or running) is let go: it is stopping there, and its destroy
- * command is recorded, in one statement. Undefined when it was not on a runner.
+ * A machine is let go, in one statement: one on its runner (starting or running) is stopping
+ * there, its destroy command recorded; one waiting for a slot is destroyed at once (no command).
+ * Undefined when it was neither (stopping or ended already). One statement, so that a placement
+ * committed while it waited for the machine's row (waiting, then starting) is stopped, not missed.
  */
-export async function stopMachine(db: Knex.Transaction, machineId: string, destroy: Pick<CommandRow, 'id' | 'args'> & { deadlineMs: number }): Promise<{ machine: MachineRow; command: CommandRow } | undefined> {
-  const [stopped] = await runPrepared<{ command: CommandJson; machine: MachineJson }>(db, STOP_MACHINE, [machineId, destroy.id, JSON.stringify(destroy.args), destroy.deadlineMs]);
-  return stopped && { machine: machineFromJson(stopped.machine), command: commandFromJson(stopped.command) };
+export async function letGoMachine(db: Knex.Transaction, machineId: string, destroy: Pick<CommandRow, 'id' | 'args'> & { deadlineMs: number }): Promise<{ machine: MachineRow; command: CommandRow | null } | undefined> {
+  const [let_] = await runPrepared<{ command: CommandJson | null; machine: MachineJson }>(db, LET_GO_MACHINE, [machineId, destroy.id, JSON.stringify(destroy.args), destroy.deadlineMs]);
+  return let_ && { machine: machineFromJson(let_.machine), command: let_.command && commandFromJson(let_.command) };
 }
 
-const STOP_MACHINE: PreparedStatement = {
-  name: 'machines:stop',
-  text: `with m as (update machines set status = 'stopping', updated_at = now() where id = $1 and status in ('starting', 'running') returning *),
-          c as (insert into runner_commands (id, runner_id, machine_id, type, args, status, deadline_at)
-                select $2, m.runner_id, m.id, 'machine.destroy', $3::jsonb, 'sent', now() + ($4 * interval '1 millisecond') from m returning *)
-     select row_to_json(c) as command, row_to_json(m) as machine from c join m on m.id = c.machine_id`,
+const LET_GO_MACHINE: PreparedStatement = {
+  name: 'machines:let-go',
+  text: `with m as (
+       update machines
+          set status = case when status = 'waiting' then 'destroyed' else 'stopping' end,
+              ended_at = case when status = 'waiting' then now() else ended_at end,
+              updated_at = now()
+        where id = $1 and status in ('waiting', 'starting', 'running')
+        returning *),
+     c as (insert into runner_commands (id, runner_id, machine_id, type, args, status, deadline_at)
+           select $2, m.runner_id, m.id, 'machine.destroy', $3::jsonb, 'sent', now() + ($4 * interval '1 millisecond') from m where m.status = 'stopping'
+           returning *)
+     select row_to_json(m) as machine, (select row_to_json(c) from c) as command from m`,
 };
 
 export async function insertCommand(db: Db, row: NewCommand): Promise<CommandRow> {
@@ -285,23 +294,6 @@ const SETTLE_COMMAND: PreparedStatement = {
             exists (select 1 from machines w where w.status = 'waiting') as machines_wait
        from c left join m on true left join machines was on was.id = c.machine_id`,
 };
-
-/** A machine's move from one status to another (an ended one is stamped `ended_at`). */
-export interface MachineMove {
-  from: MachineStatus;
-  to: MachineStatus;
-  error?: string;
-}
-
-/** Moves the machine when it is in `move.from`, in one statement; undefined when it is not. */
-export async function moveMachine(db: Db, id: string, move: MachineMove): Promise<MachineRow | undefined> {
-  const ended = machineEnded(move.to);
-  const [row] = await db<MachineRow>('machines')
-    .where({ id, status: move.from })
-    .update({ status: move.to, ...(move.error ? { error: move.error } : {}), ...(ended ? { ended_at: db.fn.now() as never } : {}), updated_at: db.fn.now() as never })
-    .returning('*');
-  return row;
-}
 
 /** The commands a runner has not answered, oldest first (sent again when it reconnects). */
 export async function unansweredCommands(db: Db, runnerId: string): Promise<CommandRow[]> {

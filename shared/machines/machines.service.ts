@@ -12,12 +12,12 @@ import {
   insertCommand,
   insertMachine,
   insertMachineLockingRunners,
+  letGoMachine,
   isRunnerOnline,
   liveMachinesOn,
   lockCandidateRunners,
   lockOldestWaitingFor,
   lockRunnerIfOnline,
-  moveMachine,
   type CommandMove,
   type NewMachineRow,
   lostRunnerIds,
@@ -25,7 +25,6 @@ import {
   placeOnFreeRunner,
   setTellOwnerWhenRunning,
   settleCommand,
-  stopMachine,
   unansweredCommands,
   updateMachine,
   waitingMachineIds,
@@ -226,20 +225,14 @@ export class MachinesService {
    * returns sends the destroy and ends the session once that transaction has committed.
    */
   async releaseIn(trx: Knex.Transaction, machineId: string): Promise<(reason: string) => Promise<void>> {
-    // The usual case, a machine on its runner, is one statement: it stops there, its destroy recorded.
-    const stopped = await stopMachine(trx, machineId, { id: newId('cmd'), args: {}, deadlineMs: DESTROY_TIMEOUT_MS });
-    if (stopped) {
-      const { machine: stopping, command } = stopped;
-      return async (reason) => {
-        // The runner first: ending the session (its own transaction) need not hold the destroy up.
-        this.send(command);
-        await this.endSession(stopping, reason);
-      };
-    }
-    // Otherwise a waiting machine is dropped at once; one stopping or ended already is left.
-    const dropped = await moveMachine(trx, machineId, { from: 'waiting', to: 'destroyed' });
+    // One statement: a machine on its runner stops there, its destroy recorded; a waiting one is
+    // dropped at once; one stopping or ended already is left.
+    const letGo = await letGoMachine(trx, machineId, { id: newId('cmd'), args: {}, deadlineMs: DESTROY_TIMEOUT_MS });
     return async (reason) => {
-      if (dropped) await this.endSession(dropped, reason);
+      if (!letGo) return;
+      // The runner first: ending the session (its own transaction) need not hold the destroy up.
+      if (letGo.command) this.send(letGo.command);
+      await this.endSession(letGo.machine, reason);
     };
   }
 

@@ -152,6 +152,28 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     expect(ready).to.include({ version: 1, runner_id: runnerId });
   });
 
+  it('a waiting machine placed while its state\'s delete waits for the machine\'s row is stopped by that delete, not left running', async () => {
+    const { runnerId } = await connectRunner('release-race-image', 1);
+    await createState({ name: 'holds the slot', from: 'release-race-image', method: 'hand' });
+    const waiting = await createState({ name: 'waits', from: 'release-race-image', method: 'hand' });
+    const machineId = (await db()('start_states').where({ id: waiting.start_state_id }).first()).machine_id as string;
+    expect((await db()('machines').where({ id: machineId }).first()).status).to.equal('waiting');
+
+    // A placement (a freed slot's hand-over) holds the waiting machine's row while the delete comes.
+    const placement = await db().transaction();
+    await placement('machines').where({ id: machineId }).forUpdate().first();
+    await placement('machines').where({ id: machineId }).update({ status: 'starting', runner_id: runnerId });
+    const deleted = api('DELETE', `/v1/start_states/${waiting.start_state_id}`);
+    await waitFor(async () => Number((await db().raw("select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")).rows[0].count) > 0, 5000, 'the delete waiting for the machine');
+    await placement.commit();
+    expect((await deleted).status).to.equal(200);
+
+    // The delete saw the machine starting on the runner: it is stopping there, its destroy sent.
+    const destroy = await db()('runner_commands').where({ machine_id: machineId, type: 'machine.destroy' }).first();
+    expect(destroy, 'a destroy for the machine placed meanwhile').to.not.equal(undefined);
+    expect((await db()('machines').where({ id: machineId }).first()).status).to.be.oneOf(['stopping', 'destroyed']);
+  });
+
   it('places, releases and settles machines, and deletes their start states, after a migration adds columns under the running service (those statements are prepared)', async () => {
     await connectRunner('migrate-image', 1);
     const cycle = async (name: string) => {
