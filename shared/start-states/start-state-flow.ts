@@ -60,7 +60,10 @@ export class StartStateFlow {
    */
   async closeExpired(): Promise<number> {
     const ids = await openStatesPastTheirTime(this.deps.db, CLOSE_BATCH);
-    for (const id of ids) await this.advance(id);
+    for (const id of ids) {
+      // One that cannot close now does not hold up the others; the next look tries it again.
+      await this.advance(id).catch((error: unknown) => this.deps.logger.warn({ err: error, start_state: id }, 'could not close an open start state past its time'));
+    }
     return ids.length;
   }
 
