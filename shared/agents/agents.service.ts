@@ -426,8 +426,8 @@ export class AgentService {
   }
 
   /** The id of the org's default agent (every org has one); 404 if it somehow has none. */
-  async getDefaultAgentId(orgId: string, db: Knex | Knex.Transaction = this.deps.db): Promise<string> {
-    const agentId = await findDefaultAgentId(db, orgId);
+  async getDefaultAgentId(orgId: string): Promise<string> {
+    const agentId = await findDefaultAgentId(this.deps.db, orgId);
     if (!agentId) throw notFound('The org has no default agent');
     return agentId;
   }

@@ -195,8 +195,8 @@ export async function liveMachinesOn(db: Db, runnerId: string, lock = false): Pr
  * committed while it waited for the machine's row (waiting, then starting) is stopped, not missed.
  */
 export async function letGoMachine(db: Knex.Transaction, machineId: string, destroy: Pick<CommandRow, 'id' | 'args'> & { deadlineMs: number }): Promise<{ machine: MachineRow; command: CommandRow | null } | undefined> {
-  const [let_] = await runPrepared<{ command: CommandJson | null; machine: MachineJson }>(db, LET_GO_MACHINE, [machineId, destroy.id, JSON.stringify(destroy.args), destroy.deadlineMs]);
-  return let_ && { machine: machineFromJson(let_.machine), command: let_.command && commandFromJson(let_.command) };
+  const [row] = await runPrepared<{ command: CommandJson | null; machine: MachineJson }>(db, LET_GO_MACHINE, [machineId, destroy.id, JSON.stringify(destroy.args), destroy.deadlineMs]);
+  return row && { machine: machineFromJson(row.machine), command: row.command && commandFromJson(row.command) };
 }
 
 const LET_GO_MACHINE: PreparedStatement = {

@@ -363,8 +363,7 @@ export class MachinesService {
 
   /** After a settled command changed its machine: its owner is told, and a slot it freed is offered to what waits for one. */
   private async tellOfChange(command: CommandRow, machine: MachineRow, handedOver: boolean): Promise<void> {
-    const made = command.type === 'machine.make' && machine.status === 'running';
-    const told: Array<Promise<unknown>> = made && !machine.tell_owner_when_running ? [] : [this.tellOwner(machine, `${command.type}:${command.id}`)];
+    const told: Array<Promise<unknown>> = [this.tellOwner(machine, `${command.type}:${command.id}`, command.type)];
     if (machineEnded(machine.status)) {
       // A make that timed out may still finish on the runner later: it is told to destroy it.
       if (command.type === 'machine.make' && command.error_code === 'timeout') this.deps.link.command(command.runner_id, { command_id: newId('cmd'), type: 'machine.destroy', machine_id: machine.id, args: {} });
@@ -393,12 +392,15 @@ export class MachinesService {
   }
 
   /**
-   * The owner hears of its machine's change, unless the machine was destroyed: only the owner
-   * lets a machine go (`release`), and it changed its own record in that same transaction, so a
-   * destroy asks nothing more of it (a start state, a try). Its job would find nothing to do.
+   * The owner hears of its machine's change, but for two: its destroy (only the owner lets a
+   * machine go, `release`, and it changed its own record in that same transaction) and, when it
+   * said so (`tellOwnerWhenRunning`), its make's success. Neither asks anything of it; their jobs
+   * would find nothing to do. `by`: the command that changed it, if one did.
    */
-  private async tellOwner(machine: MachineRow, why: string): Promise<void> {
-    if (machine.status !== 'destroyed') await this.deps.notifyOwner(machine, why);
+  private async tellOwner(machine: MachineRow, why: string, by?: CommandType): Promise<void> {
+    if (machine.status === 'destroyed') return;
+    if (by === 'machine.make' && machine.status === 'running' && !machine.tell_owner_when_running) return;
+    await this.deps.notifyOwner(machine, why);
   }
 
   private async command(trx: Knex.Transaction | undefined, machine: MachineRow, type: CommandType, args: Record<string, unknown>, deadlineMs: number): Promise<CommandRow> {
