@@ -17,11 +17,16 @@ export async function startWorkers(runtime: WorkerRuntime, wirings: QueueWirings
   return running;
 }
 
-/** A worker whose companion (the clock's Redis watch) stops with it. */
-function withAlongside(worker: RunningWorker, alongside: { stop(): void }): RunningWorker {
+/** A worker whose companion (the clock's Redis watch, worker-evals' deadline look) stops with it; closing waits for both. */
+function withAlongside(worker: RunningWorker, alongside: { stop(): void | Promise<void> }): RunningWorker {
   return {
     worker: worker.worker,
-    close: () => (alongside.stop(), worker.close()),
-    abandon: () => (alongside.stop(), worker.abandon()),
+    close: async () => {
+      await Promise.all([alongside.stop(), worker.close()]);
+    },
+    abandon: () => {
+      void alongside.stop();
+      worker.abandon();
+    },
   };
 }

@@ -39,26 +39,32 @@ export interface QueueWiring {
    * Work that runs beside this queue's worker, started after it and stopped with it (the clock's
    * sweep schedule and its watch over Redis, worker-evals' look for overdue commands).
    */
-  alongside?: () => Promise<{ stop(): void }>;
+  alongside?: () => Promise<{ stop(): void | Promise<void> }>;
 }
 
 /**
  * Runs `work` every `everyMs` beside a queue's worker (`alongside`), one run at a time: a run
- * still going when the next is due is not doubled. A failure is logged and the next run tries again.
+ * still going when the next is due is not doubled. A failure is logged and the next run tries
+ * again. `stop` ends the runs and resolves once a run still going has finished, so that the
+ * process closes its database connections only after it.
  */
-export function everyInterval(everyMs: number, work: () => Promise<unknown>, logger: Logger, failure: string): { stop(): void } {
-  let running = false;
+export function everyInterval(everyMs: number, work: () => Promise<unknown>, logger: Logger, failure: string): { stop(): Promise<void> } {
+  let running: Promise<void> | null = null;
   const timer = setInterval(() => {
     if (running) return;
-    running = true;
-    work()
-      .catch((error: unknown) => logger.warn({ err: error }, failure))
+    running = work()
+      .then(() => undefined, (error: unknown) => logger.warn({ err: error }, failure))
       .finally(() => {
-        running = false;
+        running = null;
       });
   }, everyMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }
 
 export interface RunningWorker {
