@@ -113,10 +113,13 @@ export async function findDefaultAgentId(db: Db, orgId: string): Promise<string 
   return row ? row.agent_id : null;
 }
 
+/** The org's default agent's id, the org's id in the parameter `orgParam` (`$1`…): a query of its own, or a subquery in another statement. */
+export const defaultAgentIdOf = (orgParam: string) => `select agent_id from agents where org_id = ${orgParam} and is_default limit 1`;
+
 /** Prepared: every new person's session reads it (a machine's reads it in its insert, `insertMachineSession`). */
 const FIND_DEFAULT_AGENT_ID: PreparedStatement = {
   name: 'agents:find-default-id',
-  text: 'select agent_id from agents where org_id = $1 and is_default limit 1',
+  text: defaultAgentIdOf('$1'),
 };
 
 /**

@@ -5,6 +5,7 @@ import { rowFromJson, type WithIsoTimestamps } from '../db/timestamps';
 import type { Capabilities, DeviceInfo } from '../desktop/protocol';
 import { newPairingCode } from './pairing-code';
 import { auditRow, changeAudited, INSERT_AUDIT_ROW, type AuditEntryInput } from '../audit/audit.repository';
+import { defaultAgentIdOf } from '../agents/agents.repository';
 
 export type SessionStatus = 'waiting' | 'connected' | 'disconnected' | 'expired';
 /**
@@ -82,7 +83,7 @@ const INSERT_MACHINE_SESSION: PreparedStatement = {
   name: 'sessions:insert-machine',
   text: `with inserted as (
        insert into sessions as s (code, org_id, agent_id, kind, label, token_hash, invite_url, metadata, created_at, expires_at)
-       select $1, $2, coalesce($3, (select agent_id from agents where org_id = $2 and is_default limit 1)), 'machine', $4, null, null, $5::jsonb, $6, null
+       select $1, $2, coalesce($3, (${defaultAgentIdOf('$2')})), 'machine', $4, null, null, $5::jsonb, $6, null
        on conflict (code) do nothing
        returning s.*),
      audited as (
