@@ -206,7 +206,10 @@ export function buildProgram(): Command {
   const users = program.command('users').description('people of the console (docs/console.md)');
   users
     .command('create')
-    .description('add a person to an org with a role (the first owner, say); prints { user_id, email, role, sign_in_url, … } with a one-time sign-in link')
+    .description(
+      'add a person to an org with a role (the first owner, say); prints { user_id, email, role, sign_in_url, … } with a one-time link: ' +
+        'a new address signs in with it; an address that already has an account gets an invitation it accepts by signing in as itself ("joined": "invited")',
+    )
     .requiredOption('--org <org_id>', 'the org')
     .requiredOption('--email <email>', 'the person\'s email address')
     .requiredOption('--role <role>', 'owner, admin or member', (value: string) => {
@@ -215,8 +218,9 @@ export function buildProgram(): Command {
     })
     .action(async (options: { org: string; email: string; role: Role }) => {
       await withContainer(async (container) => {
-        const { member, signInUrl } = await container.users.addMember({ orgId: options.org, actor: null }, { email: options.email, role: options.role });
-        printJson({ ...member, org_id: options.org, sign_in_url: signInUrl });
+        const added = await container.users.addMember({ orgId: options.org, actor: null }, { email: options.email, role: options.role });
+        const shown = added.member ?? { user_id: added.userId, email: added.invitation!.email, role: added.invitation!.role, invitation_id: added.invitation!.invitation_id, expires_at: added.invitation!.expires_at };
+        printJson({ ...shown, org_id: options.org, joined: added.member ? 'member' : 'invited', sign_in_url: added.signInUrl });
       });
     });
   users

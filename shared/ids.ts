@@ -21,6 +21,7 @@ export const ID_PREFIX = {
   runnerCommand: 'cmd',
   user: 'usr',
   ledgerEntry: 'led',
+  invitation: 'inv',
 } as const;
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';

@@ -28,10 +28,13 @@ export function clearConsoleCookie(ctx: Context): void {
   setCookie(ctx, CONSOLE_COOKIE, '', 0, '/');
 }
 
-/** A fresh sign-in form token, also set as its cookie. */
-export function signInFormToken(ctx: Context): string {
+/**
+ * A fresh token for a form that signs in (the sign-in form, an invitation's), also set as its
+ * cookie for the path the form posts to.
+ */
+export function signInFormToken(ctx: Context, path = '/console/sign-in'): string {
   const token = randomBytes(24).toString('base64url');
-  setCookie(ctx, SIGN_IN_CSRF_COOKIE, token, 3600, '/console/sign-in');
+  setCookie(ctx, SIGN_IN_CSRF_COOKIE, token, 3600, path);
   return token;
 }
 

@@ -1,30 +1,20 @@
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import Router from '@koa/router';
-import { koaBody } from 'koa-body';
 import type { Container } from '../../shared/container';
 import { ApiError } from '../../shared/errors';
 import type { SignedIn } from '../../shared/users/users.service';
 import { consoleToken } from './console-cookies';
+import type { ConsoleRouting } from './console-routing';
 import { renderPage } from './views';
 import { assetRoutes } from './assets.routes';
 import { signInPages } from './pages/sign-in.page';
+import { invitationPages } from './pages/invitations.page';
 import { accountPages } from './pages/account.page';
 import { workspacePages } from './pages/workspace.page';
 import { tasksPages } from './pages/tasks.page';
 import { settingsPages } from './pages/settings.page';
 import { evalsPages } from './pages/evals.page';
 import { billingPages } from './pages/billing.page';
-
-/** What every page module gets: the router to add its pages to and the way to guard them. */
-export interface ConsoleRouting {
-  router: Router;
-  container: Container;
-  /** A page for signed-in people: anyone else is sent to sign in and brought back after. */
-  page(handler: (ctx: Context, signedIn: SignedIn) => Promise<void> | void): Middleware;
-}
-
-/** Parses the console's own HTML forms (sign-in, sign-out); everything else goes through /v1. */
-export const formBody = koaBody({ json: false, urlencoded: true, text: false, multipart: false, formLimit: '16kb' });
 
 /** A not-found or error page in the console's layout, for what a person opened by hand. */
 export function renderProblem(ctx: Context, signedIn: SignedIn | null, status: number, title: string, message: string): void {
@@ -57,6 +47,7 @@ export function consoleRouter(container: Container): Router {
   router.get('/', routing.page((ctx) => ctx.redirect('/console/tasks')));
   assetRoutes(routing);
   signInPages(routing);
+  invitationPages(routing);
   accountPages(routing);
   workspacePages(routing);
   tasksPages(routing);

@@ -3,7 +3,7 @@ import type { Container } from '../../shared/container';
 import { forbidden } from '../../shared/errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf } from '../schemas/common.schemas';
-import { ChangeRoleBody, InviteMemberBody, InvitedMemberSchema, MemberParams, MemberSchema, SetPasswordBody } from '../schemas/members.schemas';
+import { ChangeRoleBody, InvitationParams, InvitationSchema, InviteMemberBody, MemberParams, MemberSchema, NewInvitationSchema, SetPasswordBody } from '../schemas/members.schemas';
 
 const TAG = 'Members';
 
@@ -27,20 +27,50 @@ export function memberRoutes(container: Container): RouteSpec[] {
       method: 'post',
       path: '/v1/members',
       operationId: 'inviteMember',
-      summary: 'Invite a person with a role; answers a one-time sign-in link for them',
+      summary: 'Invite a person with a role; answers the invitation and its one-time link',
       description:
-        'Adds the person to the org with the role (their account is made if the address is new) and answers a one-time sign-in link, ' +
-        'valid 7 days, to send them. Only an owner can invite an owner. 409 `already_member` when they already belong to the org.',
+        'Makes an invitation to join the org with the role and answers it with its one-time link (`invite_url`, valid 7 days, shown only here), ' +
+        'to send to the person. The answer is the same whether or not the address has a Deskhand account: it reveals nothing about accounts ' +
+        'outside the org. Opening the link signs nobody in; the person accepts by proving the address is theirs (their password, or being ' +
+        'signed in as that account) or sets up an account if the address has none (docs/console.md, "Joining an org"). Inviting the same ' +
+        'address again replaces its open invitation. Only an owner can invite an owner. 409 `already_member` when the address already belongs to the org.',
       tag: TAG,
       auth: 'api_key',
       role: 'admin',
       idempotent: true,
       body: InviteMemberBody,
-      response: InvitedMemberSchema,
+      response: NewInvitationSchema,
       errors: [400, 403, 409],
-      handler: async ({ auth, body, requestId }) => {
-        const { member, signInUrl } = await users.addMember({ orgId: auth.orgId, actor: auth.actor, role: auth.role }, body, requestId);
-        return { ...member, sign_in_url: signInUrl };
+      handler: async ({ auth, body, requestId }) => users.invite({ orgId: auth.orgId, actor: auth.actor, role: auth.role }, body, requestId),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/invitations',
+      operationId: 'listInvitations',
+      summary: 'The org\'s open invitations, in one page',
+      description: 'Invitations neither accepted, revoked nor expired, newest first. Their links are shown only when made.',
+      tag: TAG,
+      auth: 'api_key',
+      role: 'admin',
+      response: ListOf(InvitationSchema),
+      errors: [403],
+      handler: async ({ auth }) => ({ data: await users.invitations(auth.orgId), has_more: false, next_cursor: null }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/invitations/{invitation_id}',
+      operationId: 'revokeInvitation',
+      summary: 'Revoke an open invitation',
+      description: 'Its link stops working at once. 404 when the invitation is not open (accepted, revoked, expired or unknown).',
+      tag: TAG,
+      auth: 'api_key',
+      role: 'admin',
+      params: InvitationParams,
+      response: Type.Object({ object: Type.Literal('invitation'), invitation_id: Type.String(), revoked: Type.Literal(true) }, { title: 'RevokedInvitation' }),
+      errors: [403, 404],
+      handler: async ({ auth, params, requestId }) => {
+        await users.revokeInvitation(auth, params.invitation_id, requestId);
+        return { object: 'invitation' as const, invitation_id: params.invitation_id, revoked: true as const };
       },
     }),
     defineRoute({
@@ -49,7 +79,7 @@ export function memberRoutes(container: Container): RouteSpec[] {
       operationId: 'changeMemberRole',
       summary: 'Change a member\'s role',
       description:
-        'Takes effect on the person\'s next request. Only an owner gives or takes the owner role; the org always keeps one owner ' +
+        'Takes effect at once, on the person\'s next request in this org (their sign-ins to other orgs are not touched). Only an owner gives or takes the owner role; the org always keeps one owner ' +
         '(409 `last_owner`).',
       tag: TAG,
       auth: 'api_key',
@@ -84,7 +114,8 @@ export function memberRoutes(container: Container): RouteSpec[] {
       summary: 'Set or change the signed-in person\'s password',
       description:
         'For a person signed in to the console (with its CSRF token); an API key has no password (403). Once a password is set, ' +
-        '`current_password` is needed to change it. The password is kept as an argon2id hash.',
+        '`current_password` is needed to change it; before that, only the person signed in with the one-time link sent to them can be ' +
+        'here, since an invitation never signs anyone in. The password is kept as an argon2id hash.',
       tag: TAG,
       auth: 'api_key',
       body: SetPasswordBody,

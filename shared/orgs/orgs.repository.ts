@@ -12,7 +12,7 @@ export async function insertOrg(trx: Knex.Transaction, row: { id: string; name: 
   return inserted as OrgRow;
 }
 
-export async function orgExists(db: Knex, orgId: string): Promise<boolean> {
+export async function orgExists(db: Knex | Knex.Transaction, orgId: string): Promise<boolean> {
   return Boolean(await db('orgs').where({ id: orgId }).first('id'));
 }
 

@@ -6,6 +6,7 @@ import type { Logger } from '../logger';
 import type { Redis } from '../redis';
 import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
+import { orgExists } from '../orgs/orgs.repository';
 import { hashSecret } from '../api-keys/key-format';
 import { ApiError, conflict, forbidden, invalidRequest, notFound, unauthenticated } from '../errors';
 import { newId } from '../ids';
@@ -17,7 +18,11 @@ import * as repo from './users.repository';
 /** The prefix of a console session token (in the cookie) and of a sign-in link's token. */
 export const CONSOLE_TOKEN_PREFIX = 'dhc_';
 const LINK_TOKEN_PREFIX = 'dhl_';
-/** How long a sign-in link (first owner, invitation) stays usable. */
+const INVITATION_TOKEN_PREFIX = 'dhi_';
+/** The refusal of an invitation's password, alike for a wrong password and an account that has none. */
+const WRONG_INVITATION_PASSWORD =
+  'That password does not match the account of this address. Use your Deskhand password, or sign in to the console first (with the link you were given) and open this invitation again';
+/** How long a sign-in link (first owner) or an invitation stays usable. */
 const SIGN_IN_LINK_MS = 7 * 24 * 3_600_000;
 /** last_seen_at is written at most this often per session. */
 const TOUCH_EVERY_MS = 60_000;
@@ -47,10 +52,53 @@ export interface NewConsoleSession {
 export interface SignedIn {
   auth: AuthContext;
   email: string;
+  /** The name of the org the sign-in acts for. */
+  orgName: string;
+  /** How many orgs the person belongs to: more than one, and the console offers to switch. */
+  orgCount: number;
   csrfToken: string;
 }
 
+/** An invitation to join an org as the API shows it (`object: invitation`). */
+export interface InvitationObject {
+  object: 'invitation';
+  invitation_id: string;
+  email: string;
+  role: Role;
+  /** Who invited: a person or an API key of the org (null: the operator's CLI). */
+  invited_by: Actor;
+  created_at: string;
+  expires_at: string;
+}
+
+/** What an invitation's link page shows. */
+export interface InvitationView {
+  orgId: string;
+  orgName: string;
+  email: string;
+  role: Role;
+  invitedBy: Actor;
+  expiresAt: Date;
+}
+
 const secretToken = (prefix: string) => prefix + randomBytes(32).toString('base64url');
+
+/** An address as the service keeps it, or the 400 a person reads. */
+function checkEmail(value: string): string {
+  const email = value.trim();
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw invalidRequest('email must be an email address such as ada@example.com');
+  return email;
+}
+
+const toInvitation = (row: { id: string; email: string; role: Role; invited_by: unknown; created_at: Date; expires_at: Date }): InvitationObject => ({
+  object: 'invitation',
+  invitation_id: row.id,
+  email: row.email,
+  role: row.role,
+  invited_by: (row.invited_by ?? null) as Actor,
+  created_at: row.created_at.toISOString(),
+  expires_at: row.expires_at.toISOString(),
+});
 
 const toMember = (row: repo.MemberRow): MemberObject => ({
   object: 'member',
@@ -85,53 +133,176 @@ export class UsersService {
   }
 
   /**
-   * Adds a person to an org with a role (making their account if the address is new) and returns
-   * them with a one-time sign-in link. The CLI makes the first owner this way (actor null: the
-   * operator); owners and admins invite others from the console.
+   * The operator's way in (the CLI's `users create`): a new address gets its account, the
+   * membership and a one-time sign-in link at once. An address that already has an account gets
+   * an invitation instead, which only that account's owner can accept (docs/console.md, "Joining
+   * an org"): the operator hands the link to a person, and whoever holds it must still prove the
+   * account is theirs.
    */
   async addMember(
-    caller: { orgId: string; actor: Actor; role?: Role },
+    caller: { orgId: string; actor: Actor },
     input: { email: string; role: Role },
-    requestId?: string,
-  ): Promise<{ member: MemberObject; signInUrl: string }> {
-    const email = input.email.trim();
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw invalidRequest('email must be an email address such as ada@example.com');
-    if (input.role === 'owner' && caller.role && caller.role !== 'owner') throw forbidden('Only an owner can make someone an owner');
+  ): Promise<{ userId: string | null; member: MemberObject | null; invitation: InvitationObject | null; signInUrl: string }> {
+    const email = checkEmail(input.email);
     return this.deps.db.transaction(async (trx) => {
-      const org = await trx('orgs').select('id').where({ id: caller.orgId }).first();
-      if (!org) throw notFound(`No org ${caller.orgId}`);
-      let user = await repo.findUserByEmail(trx, email);
-      if (!user) {
-        const id = newId('usr');
-        await repo.insertUser(trx, { id, email });
-        user = (await repo.findUser(trx, id))!;
-      } else if (await repo.findMembership(trx, caller.orgId, user.id)) {
-        throw conflict(`${user.email} is already a member of this org`, 'already_member');
+      if (!(await orgExists(trx, caller.orgId))) throw notFound(`No org ${caller.orgId}`);
+      const existing = await repo.findUserByEmail(trx, email);
+      if (existing) {
+        const { invitation, inviteUrl } = await this.newInvitation(trx, caller, { email, role: input.role });
+        return { userId: existing.id, member: null, invitation: { ...invitation, invite_url: inviteUrl }, signInUrl: inviteUrl };
       }
-      await repo.insertMembership(trx, { org_id: caller.orgId, user_id: user.id, role: input.role });
-      await recordAudit(trx, {
-        orgId: caller.orgId,
-        actor: caller.actor,
-        action: 'member.added',
-        objectType: 'user',
-        objectId: user.id,
-        data: { email: user.email, role: input.role },
-        requestId,
-      });
-      const signInUrl = await this.newSignInLink(trx, user.id, caller.orgId);
-      const member: MemberObject = {
-        object: 'member',
-        user_id: user.id,
-        email: user.email,
-        role: input.role,
-        has_password: user.password_hash !== null,
-        created_at: new Date().toISOString(),
-      };
-      return { member, signInUrl };
+      const id = newId('usr');
+      await repo.insertUser(trx, { id, email });
+      await repo.insertMembership(trx, { org_id: caller.orgId, user_id: id, role: input.role });
+      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'member.added', objectType: 'user', objectId: id, data: { email, role: input.role } });
+      const signInUrl = await this.newSignInLink(trx, id, caller.orgId);
+      const member: MemberObject = { object: 'member', user_id: id, email, role: input.role, has_password: false, created_at: new Date().toISOString() };
+      return { userId: id, member, invitation: null, signInUrl };
     });
   }
 
-  /** A fresh one-time sign-in link for a member (the CLI's `users link`, a lost invitation). */
+  /**
+   * Invites a person to the org with a role (`POST /v1/members`). The answer is the same whether
+   * or not the address has an account anywhere: the invitation and its one-time link, which the
+   * inviter sends to the person. Inviting the same address again replaces the open invitation.
+   * Only an owner invites an owner; an address that is already a member is refused (409).
+   */
+  async invite(caller: { orgId: string; actor: Actor; role?: Role }, input: { email: string; role: Role }, requestId?: string): Promise<InvitationObject & { invite_url: string }> {
+    const email = checkEmail(input.email);
+    if (input.role === 'owner' && caller.role && caller.role !== 'owner') throw forbidden('Only an owner can make someone an owner');
+    return this.deps.db.transaction(async (trx) => {
+      if (await repo.isMemberByEmail(trx, caller.orgId, email)) throw conflict(`${email} is already a member of this org`, 'already_member');
+      const { invitation, inviteUrl } = await this.newInvitation(trx, caller, { email, role: input.role }, requestId);
+      return { ...invitation, invite_url: inviteUrl };
+    });
+  }
+
+  private async newInvitation(
+    trx: Knex.Transaction,
+    caller: { orgId: string; actor: Actor },
+    input: { email: string; role: Role },
+    requestId?: string,
+  ): Promise<{ invitation: InvitationObject; inviteUrl: string }> {
+    const token = secretToken(INVITATION_TOKEN_PREFIX);
+    const id = newId('inv');
+    const now = new Date();
+    const expiresAt = new Date(now.getTime() + SIGN_IN_LINK_MS);
+    const replaced = await repo.replaceInvitation(trx, {
+      id,
+      org_id: caller.orgId,
+      email: input.email,
+      role: input.role,
+      token_hash: hashSecret(token),
+      invited_by: caller.actor === null ? null : JSON.stringify(caller.actor),
+      expires_at: expiresAt,
+    });
+    await recordAudit(trx, {
+      orgId: caller.orgId,
+      actor: caller.actor,
+      action: 'member.invited',
+      objectType: 'invitation',
+      objectId: id,
+      data: { email: input.email, role: input.role, ...(replaced ? { replaced } : {}) },
+      requestId,
+    });
+    const invitation = toInvitation({ id, email: input.email, role: input.role, invited_by: caller.actor, created_at: now, expires_at: expiresAt });
+    return { invitation, inviteUrl: `${this.deps.config.baseUrl}/console/invitations/${token}` };
+  }
+
+  /** The org's open invitations, newest first (their links are shown only when made). */
+  async invitations(orgId: string): Promise<InvitationObject[]> {
+    return (await repo.listOpenInvitations(this.deps.db, orgId)).map(toInvitation);
+  }
+
+  /** Revokes an open invitation: its link stops working at once. */
+  async revokeInvitation(caller: AuthContext, invitationId: string, requestId?: string): Promise<void> {
+    await this.deps.db.transaction(async (trx) => {
+      const revoked = await repo.revokeInvitation(trx, caller.orgId, invitationId);
+      if (!revoked) throw notFound(`No open invitation ${invitationId}`);
+      await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'invitation.revoked', objectType: 'invitation', objectId: invitationId, data: { email: revoked.email, role: revoked.role }, requestId });
+    });
+  }
+
+  /**
+   * What an invitation's link shows before it is accepted: the org, the address and the role, and
+   * who invited. Nothing about the address's account: the page is the same whether it has one.
+   */
+  async invitationByLink(token: string): Promise<InvitationView | null> {
+    if (!token.startsWith(INVITATION_TOKEN_PREFIX)) return null;
+    const row = await repo.findOpenInvitation(this.deps.db, hashSecret(token));
+    return row ? { orgId: row.org_id, orgName: row.org_name, email: row.email, role: row.role, invitedBy: row.invited_by as Actor, expiresAt: row.expires_at } : null;
+  }
+
+  /**
+   * Accepts an invitation from its link, for the person who proves the invited address is theirs:
+   * signed in to the console as that account (`signedInToken`), or with that account's password;
+   * an address without an account gets one with the password given. Whoever only holds the link
+   * can neither sign in as an existing account nor set its password. Opens a console session in
+   * the org (ending the one it was accepted from). Attempts are limited as sign-ins are.
+   */
+  async acceptInvitation(token: string, proof: { password: string } | { signedInToken: string }, address: string): Promise<NewConsoleSession> {
+    await this.consume(this.perAddress, address, 'sign-in attempts from this address');
+    const gone = () => unauthenticated('This invitation has been used, revoked or has expired; ask the org for a new one');
+    const invitation = token.startsWith(INVITATION_TOKEN_PREFIX) ? await repo.findOpenInvitation(this.deps.db, hashSecret(token)) : undefined;
+    if (!invitation) throw gone();
+    const account = invitation.email.toLowerCase();
+
+    let userId: string | null;
+    let endSession: string | null = null;
+    let newPasswordHash: string | null = null;
+    if ('signedInToken' in proof) {
+      const signedIn = await this.signedIn(proof.signedInToken);
+      if (!signedIn) throw unauthenticated('Your console sign-in has ended; sign in again, then open this invitation');
+      if (signedIn.email.toLowerCase() !== account) throw forbidden(`This invitation is for ${invitation.email}, and you are signed in as ${signedIn.email}`);
+      userId = signedIn.auth.userId;
+      endSession = hashSecret(proof.signedInToken);
+    } else {
+      checkNewPassword(proof.password);
+      await this.refuseIfLocked(account);
+      const user = await repo.findUserByEmail(this.deps.db, account);
+      if (user) {
+        const valid = user.password_hash ? await verifyPassword(user.password_hash, proof.password) : (await spendVerifyTime(proof.password), false);
+        if (!valid) {
+          await this.consume(this.perAccount, account, 'failed sign-ins for this account');
+          throw unauthenticated(WRONG_INVITATION_PASSWORD);
+        }
+        userId = user.id;
+      } else {
+        userId = null;
+        newPasswordHash = await hashPassword(proof.password);
+      }
+    }
+
+    return this.deps.db.transaction(async (trx) => {
+      const locked = await repo.findOpenInvitation(trx, hashSecret(token), { forUpdate: true });
+      if (!locked) throw gone();
+      if (userId === null) {
+        userId = newId('usr');
+        // Another acceptance may have made the account meanwhile: then this password proves nothing.
+        const made = await repo.insertUserIfNew(trx, { id: userId, email: locked.email, password_hash: newPasswordHash! });
+        if (!made) throw unauthenticated(WRONG_INVITATION_PASSWORD);
+        await recordAudit(trx, { orgId: locked.org_id, actor: { type: 'user', email: locked.email }, action: 'user.password_set', objectType: 'user', objectId: userId });
+      }
+      const joined = await repo.insertMembership(trx, { org_id: locked.org_id, user_id: userId, role: locked.role });
+      await repo.markInvitationAccepted(trx, locked.id, userId);
+      await recordAudit(trx, {
+        orgId: locked.org_id,
+        actor: { type: 'user', email: locked.email },
+        action: 'invitation.accepted',
+        objectType: 'invitation',
+        objectId: locked.id,
+        data: { user_id: userId, role: locked.role, ...(joined ? {} : { already_member: true }) },
+      });
+      if (joined) {
+        await recordAudit(trx, { orgId: locked.org_id, actor: { type: 'user', email: locked.email }, action: 'member.added', objectType: 'user', objectId: userId, data: { email: locked.email, role: locked.role, invitation_id: locked.id } });
+      }
+      if (endSession) await repo.signOutConsoleSession(trx, endSession);
+      if (!('signedInToken' in proof)) await this.perAccount.delete(account).catch(() => undefined);
+      return this.openSession(trx, userId, locked.org_id, 'invitation');
+    });
+  }
+
+  /** A fresh one-time sign-in link for a member (the CLI's `users link`, a lost link). */
   async signInLink(orgId: string, userId: string): Promise<string> {
     return this.deps.db.transaction(async (trx) => {
       if (!(await repo.findMembership(trx, orgId, userId))) throw notFound(`No member ${userId} in org ${orgId}`);
@@ -193,11 +364,12 @@ export class UsersService {
   }
 
   /**
-   * Signs in with an email and password, into the org given or the person's first. Attempts are
-   * limited per client address and failures per account; a wrong email and a wrong password are
-   * refused alike, in about the same time.
+   * Signs in with an email and password, into the org named (`orgId`, which must be one of the
+   * person's) or else their first; `orgCount` tells the page whether to offer the others. Attempts
+   * are limited per client address and failures per account; a wrong email and a wrong password
+   * are refused alike, in about the same time.
    */
-  async signInWithPassword(input: { email: string; password: string; orgId?: string }, address: string): Promise<NewConsoleSession> {
+  async signInWithPassword(input: { email: string; password: string; orgId?: string }, address: string): Promise<NewConsoleSession & { orgCount: number }> {
     const account = input.email.trim().toLowerCase();
     await this.consume(this.perAddress, address, 'sign-in attempts from this address');
     await this.refuseIfLocked(account);
@@ -212,12 +384,34 @@ export class UsersService {
     }
     const memberships = await repo.membershipsOf(this.deps.db, user.id);
     const membership = input.orgId ? memberships.find((m) => m.org_id === input.orgId) : memberships[0];
-    if (!membership) throw unauthenticated('This account is not a member of any org (or not of that one)');
+    if (!membership) throw unauthenticated(input.orgId ? 'This account is not a member of that org' : 'This account is not a member of any org');
     await this.perAccount.delete(account).catch(() => undefined);
-    return this.deps.db.transaction((trx) => this.openSession(trx, user.id, membership.org_id, 'password'));
+    const session = await this.deps.db.transaction((trx) => this.openSession(trx, user.id, membership.org_id, 'password'));
+    return { ...session, orgCount: memberships.length };
   }
 
-  private async openSession(trx: Knex.Transaction, userId: string, orgId: string, method: 'link' | 'password'): Promise<NewConsoleSession> {
+  /** The orgs the signed-in person belongs to, oldest membership first, for choosing among them. */
+  async orgsOf(signedIn: SignedIn): Promise<Array<{ org_id: string; name: string; role: Role; current: boolean }>> {
+    const memberships = await repo.membershipsOf(this.deps.db, signedIn.auth.userId!);
+    return memberships.map((m) => ({ org_id: m.org_id, name: m.org_name, role: m.role, current: m.org_id === signedIn.auth.orgId }));
+  }
+
+  /**
+   * Moves a console sign-in to another of the person's own orgs: the current session ends and a
+   * new one opens there. An org the person does not belong to is refused (404), as any unknown one.
+   */
+  async switchOrg(token: string, orgId: string): Promise<NewConsoleSession> {
+    const signedIn = await this.signedIn(token);
+    if (!signedIn) throw unauthenticated('Your console sign-in has ended; sign in again at /console/sign-in');
+    const userId = signedIn.auth.userId!;
+    return this.deps.db.transaction(async (trx) => {
+      if (!(await repo.findMembership(trx, orgId, userId))) throw notFound(`You are not a member of org ${orgId}`);
+      await repo.signOutConsoleSession(trx, hashSecret(token));
+      return this.openSession(trx, userId, orgId, 'switch');
+    });
+  }
+
+  private async openSession(trx: Knex.Transaction, userId: string, orgId: string, method: 'link' | 'password' | 'invitation' | 'switch'): Promise<NewConsoleSession> {
     const token = secretToken(CONSOLE_TOKEN_PREFIX);
     const csrfToken = randomBytes(24).toString('base64url');
     await repo.insertConsoleSession(trx, {
@@ -257,6 +451,8 @@ export class UsersService {
     return {
       auth: { orgId: row.org_id, keyId: null, userId: row.user_id, role: row.role, actor: { type: 'user', email: row.email } },
       email: row.email,
+      orgName: row.org_name,
+      orgCount: row.org_count,
       csrfToken: row.csrf_token,
     };
   }

@@ -121,7 +121,7 @@ describe('the console\'s settings pages in a browser (Chromium)', function () {
     await page.locator('tr[data-status="succeeded"]', { hasText: 'webhook.test' }).locator('.attempt').nth(1).waitFor();
   });
 
-  it('an admin invites a member (the one-time link shown to send), changes their role, is refused giving the owner role, and removes them', async () => {
+  it('an admin invites a member (the invitation link shown to send), who joins from it; then changes their role, is refused giving the owner role, and removes them', async () => {
     await page.goto(`${service.baseUrl}/console/settings/members`);
     await page.locator('tr', { hasText: admin.email }).getByText('(you)').waitFor();
     await page.getByLabel('Email').fill('grace@example.com');
@@ -129,11 +129,30 @@ describe('the console\'s settings pages in a browser (Chromium)', function () {
     await page.getByRole('button', { name: 'Invite' }).click();
     await page.getByTestId('invite-status').getByText(/^Invited grace@example\.com as member/).waitFor();
     const link = (await page.getByTestId('invite-link').textContent())!;
-    expect(link).to.match(/\/console\/sign-in\/dhl_/);
+    expect(link).to.match(/\/console\/invitations\/dhi_/);
     expect(await page.getByTestId('invited-email').textContent()).to.equal('grace@example.com');
-    const row = page.locator('tr', { hasText: 'grace@example.com' });
-    await row.waitFor();
+    await page.locator('#invitations-body tr', { hasText: 'grace@example.com' }).waitFor();
+    expect(await page.locator('#members-body tr', { hasText: 'grace@example.com' }).count(), 'not a member before she accepts').to.equal(0);
     await checkPage();
+
+    // Grace opens the link in her own browser and, new to Deskhand, chooses a password.
+    const graceContext = await browser.newContext({ viewport: { width: 390, height: 844 }, bypassCSP: true });
+    try {
+      const gracePage = await graceContext.newPage();
+      await gracePage.goto(`${service.baseUrl}${new URL(link).pathname}`);
+      await gracePage.getByTestId('invitation-summary').getByText(/invites grace@example\.com to the org/).waitFor();
+      expect(await accessibilityProblems(gracePage)).to.deep.equal([]);
+      await gracePage.getByLabel('Password').fill('grace chose this one');
+      await gracePage.getByRole('button', { name: /^Join / }).click();
+      await gracePage.waitForURL(/\/console\/tasks/);
+      expect(await gracePage.getByTestId('who').textContent()).to.equal('grace@example.com');
+    } finally {
+      await graceContext.close();
+    }
+    await page.reload();
+    const row = page.locator('#members-body tr', { hasText: 'grace@example.com' });
+    await row.waitFor();
+    expect(await page.locator('#invitations-body tr', { hasText: 'grace@example.com' }).count(), 'the invitation is spent').to.equal(0);
 
     await page.getByLabel('Role of grace@example.com').selectOption('admin');
     await page.getByRole('button', { name: 'Change role of grace@example.com' }).click();
@@ -187,7 +206,7 @@ describe('the console\'s settings pages in a browser (Chromium)', function () {
     await page.goto(`${service.baseUrl}/console/settings/audit-log`);
     const rowOf = (action: string, text: string) => page.locator('tr', { hasText: action }).filter({ hasText: text });
     await rowOf('api_key.revoked', admin.email).waitFor();
-    for (const action of ['api_key.created', 'webhook.created', 'webhook.test_sent', 'webhook.updated', 'webhook.redelivery_requested', 'member.added', 'member.role_changed', 'member.removed']) {
+    for (const action of ['api_key.created', 'webhook.created', 'webhook.test_sent', 'webhook.updated', 'webhook.redelivery_requested', 'member.invited', 'member.role_changed', 'member.removed']) {
       expect(await rowOf(action, admin.email).count(), action).to.be.greaterThan(0);
     }
     const byKey = rowOf('api_key.created', 'Made by a script');

@@ -178,8 +178,8 @@ describe('console sign-ins and roles', function () {
     expect(promote.status).to.equal(403);
     const invited = await service.api(null, 'POST', '/v1/members', { email: 'new.person@example.com', role: 'admin' }, withSession(admin));
     expect(invited.status, JSON.stringify(invited.body)).to.equal(200);
-    expect(invited.body.sign_in_url).to.match(/\/console\/sign-in\/dhl_/);
-    expect((await service.api(null, 'POST', '/v1/members', { email: 'new.person@example.com', role: 'admin' }, withSession(admin))).body.error.code).to.equal('already_member');
+    expect(invited.body.invite_url).to.match(/\/console\/invitations\/dhi_/);
+    expect((await service.api(null, 'POST', '/v1/members', { email: member.email.toUpperCase(), role: 'admin' }, withSession(admin))).body.error.code).to.equal('already_member');
 
     const changed = await service.api(null, 'PATCH', `/v1/members/${member.userId}`, { role: 'admin' }, withSession(owner));
     expect(changed.status).to.equal(200);

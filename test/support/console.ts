@@ -12,9 +12,13 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
 }
 
-/** A person added to the org with a role, and their one-time sign-in link pointed at this test service. */
+/**
+ * A new person added to the org with a role by the operator (the CLI's `users create`), and their
+ * one-time sign-in link pointed at this test service.
+ */
 export async function addMember(service: TestService, orgId: string, role: Role, email = `${role}-${Math.random().toString(36).slice(2, 10)}@example.com`) {
   const { member, signInUrl } = await service.running.container.users.addMember({ orgId, actor: null }, { email, role });
+  if (!member) throw new Error(`${email} already had an account: the operator's add made an invitation`);
   const url = new URL(signInUrl);
   return { userId: member.user_id, email, signInUrl: `${service.baseUrl}${url.pathname}` };
 }

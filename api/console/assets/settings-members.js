@@ -1,5 +1,5 @@
-// Settings, Members: the org's people and their roles; invite (the one-time link shown once),
-// change a role, remove (asks first). The API decides who may: its refusals are shown by the action.
+// Settings, Members: the org's people and their roles; invite (the invitation's link shown once),
+// open invitations (revoke), change a role, remove (asks first). The API decides who may: its refusals are shown by the action.
 'use strict';
 document.addEventListener('DOMContentLoaded', () => {
   const { api, el, when, say, pageData } = window.deskhand;
@@ -63,10 +63,44 @@ document.addEventListener('DOMContentLoaded', () => {
     return row;
   }
 
+  const invitations = document.getElementById('invitations-body');
+  const inviter = (actor) => (actor === null ? 'the operator' : actor.type === 'user' ? actor.email : 'API key ' + (actor.name || actor.prefix || ''));
+
+  function invitationRow(invitation) {
+    const status = rowStatus();
+    const row = el(
+      'tr',
+      { 'data-invitation-id': invitation.invitation_id },
+      el('td', {}, invitation.email),
+      el('td', {}, invitation.role),
+      el('td', {}, inviter(invitation.invited_by)),
+      el('td', {}, when(invitation.expires_at)),
+      el(
+        'td',
+        {},
+        askFirst({
+          label: 'Revoke',
+          about: 'the invitation of ' + invitation.email,
+          question: 'Revoke the invitation of ' + invitation.email + '? Its link stops working at once.',
+          yes: 'Yes, revoke',
+          status,
+          run: async () => {
+            await api('DELETE', '/v1/invitations/' + encodeURIComponent(invitation.invitation_id));
+            row.remove();
+            show(document.getElementById('members-status'), 'Revoked the invitation of ' + invitation.email + '.');
+          },
+        }),
+        status,
+      ),
+    );
+    return row;
+  }
+
   async function load() {
     try {
-      const list = await api('GET', '/v1/members');
+      const [list, open] = await Promise.all([api('GET', '/v1/members'), api('GET', '/v1/invitations')]);
       body.replaceChildren(...(list.data.length ? list.data.map(memberRow) : [wideRow(5, 'Nobody yet.')]));
+      invitations.replaceChildren(...(open.data.length ? open.data.map(invitationRow) : [wideRow(5, 'None open.')]));
       show(status, '');
     } catch (error) {
       show(status, 'Cannot list the members: ' + error.message, true);
@@ -81,7 +115,7 @@ document.addEventListener('DOMContentLoaded', () => {
       const invited = await api('POST', '/v1/members', { email, role });
       form.reset();
       box.querySelector('[data-testid="invited-email"]').textContent = invited.email;
-      link.textContent = invited.sign_in_url;
+      link.textContent = invited.invite_url;
       box.hidden = false;
       say(form, 'Invited ' + invited.email + ' as ' + invited.role + '. Send them the link below: it is shown only once.');
       await load();

@@ -1,4 +1,4 @@
-import type { ConsoleRouting } from '../console.router';
+import type { ConsoleRouting } from '../console-routing';
 import { PASSWORD_MIN_LENGTH } from '../../../shared/users/passwords';
 import { renderPage } from '../views';
 

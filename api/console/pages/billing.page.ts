@@ -1,4 +1,4 @@
-import type { ConsoleRouting } from '../console.router';
+import type { ConsoleRouting } from '../console-routing';
 import { renderPage } from '../views';
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ConsoleRouting } from '../console.router';
+import type { ConsoleRouting } from '../console-routing';
 import { CONSOLE_SOURCE, renderPage } from '../views';
 
 /** docs/evals.md, shown by the console so the import instructions are one click away, offline too. */

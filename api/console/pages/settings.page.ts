@@ -1,4 +1,4 @@
-import type { ConsoleRouting } from '../console.router';
+import type { ConsoleRouting } from '../console-routing';
 import { renderPage } from '../views';
 
 /** The settings pages, in the order of their tabs: path under /console/settings (also the name of its view and script) and title. */
@@ -10,9 +10,9 @@ const SETTINGS_PAGES = [
 ] as const;
 
 /** Suggestions for the audit log's filters (any value may be typed: the log is filtered by exact match). */
-const AUDIT_OBJECT_TYPES = ['agent', 'api_key', 'org', 'runner', 'session', 'start_state', 'task', 'test_case', 'test_run', 'test_set', 'tool_secret', 'user', 'webhook', 'webhook_delivery'];
+const AUDIT_OBJECT_TYPES = ['agent', 'api_key', 'invitation', 'org', 'runner', 'session', 'start_state', 'task', 'test_case', 'test_run', 'test_set', 'tool_secret', 'user', 'webhook', 'webhook_delivery'];
 const AUDIT_ACTIONS = [
-  'api_key.created', 'api_key.revoked', 'member.added', 'member.role_changed', 'member.removed', 'user.signed_in', 'user.signed_out', 'user.password_set',
+  'api_key.created', 'api_key.revoked', 'member.invited', 'invitation.accepted', 'invitation.revoked', 'member.added', 'member.role_changed', 'member.removed', 'user.signed_in', 'user.signed_out', 'user.password_set',
   'webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.test_sent', 'webhook.redelivery_requested', 'tool_secret.rotated',
   'agent.created', 'agent.published', 'agent.draft_published', 'agent.version_restored', 'session.created', 'task.created', 'task.stopped',
   'runner.created', 'runner.deleted', 'start_state.created', 'test_case.created', 'test_set.created', 'test_run.created', 'test_run.cancelled',

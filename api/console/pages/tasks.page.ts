@@ -1,5 +1,5 @@
 import { notFound } from '../../../shared/errors';
-import type { ConsoleRouting } from '../console.router';
+import type { ConsoleRouting } from '../console-routing';
 import { renderPage } from '../views';
 
 /** A task id as the API takes it (api/routes/tasks.routes.ts); anything else cannot be a task. */

@@ -1,4 +1,4 @@
-import type { ConsoleRouting } from '../console.router';
+import type { ConsoleRouting } from '../console-routing';
 import { AGENT_LIMITS, EFFORTS } from '../../../shared/agents/agent-config';
 import { DEFAULT_MODEL, MODEL_CATALOG } from '../../../shared/models/catalog';
 import { renderPage } from '../views';
