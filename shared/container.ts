@@ -1,3 +1,4 @@
+import { AuditLogService } from './audit/audit-log.service';
 import type { Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { createKnex, type Knex } from './db/knex';
@@ -59,6 +60,8 @@ export interface Container {
   orgs: OrgService;
   /** The console's people: members, roles, sign-ins and console sessions. */
   users: UsersService;
+  /** Reads the org's audit log (each change writes its own rows). */
+  auditLog: AuditLogService;
   agents: AgentService;
   /** The agents' own file stores (AgentTools `files`). */
   agentFiles: AgentFileService;
@@ -259,6 +262,7 @@ export function createContainer(
     apiKeys,
     orgs,
     users: new UsersService({ db, redis, config, logger: logger.child({ scope: 'users' }) }),
+    auditLog: new AuditLogService({ db }),
     agents,
     agentFiles,
     clock,

@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
-import { listAudit } from '../../shared/audit/audit.repository';
 import { defineRoute, type RouteSpec } from '../routing';
 import { Actor, DateTime, ListOf, PageQuery } from '../schemas/common.schemas';
 
@@ -40,8 +39,7 @@ export function auditRoutes(container: Container): RouteSpec[] {
       response: ListOf(AuditEntrySchema),
       errors: [],
       handler: async ({ auth, query }) =>
-        listAudit(
-          container.db,
+        container.auditLog.list(
           auth.orgId,
           { objectType: query.object_type, objectId: query.object_id, action: query.action },
           { limit: query.limit ?? 20, cursor: query.cursor ?? null },

@@ -42,7 +42,15 @@ describe('tasks end to end (reference desktop client, scripted model)', function
     expect(events.at(-1)).to.include({ type: 'completed', message: 'Looked at the shop' });
     expect(events.filter((e) => e.type === 'step').length).to.be.greaterThanOrEqual(2);
     expect(task.recording.frames).to.be.greaterThan(3);
-    expect(task.billed_minutes).to.equal(Math.ceil(task.active_seconds / 60) || (task.active_seconds === 0 ? task.billed_minutes : 1));
+    // Billing's promise (docs/billing.md): the running time in whole minutes, each begun minute
+    // counted, and exactly the minutes charged to the org's ledger for the task.
+    const { db } = service.running.container;
+    const { active_ms: activeMs } = await db('tasks').where({ id: task.task_id }).first('active_ms');
+    expect(activeMs, 'the task ran').to.be.greaterThan(0);
+    expect(task.billed_minutes).to.equal(Math.ceil(activeMs / 60_000)).and.to.be.at.least(1);
+    const ledger = await service.api(key, 'GET', '/v1/billing/ledger?kind=minutes&limit=100');
+    const charged = ledger.body.data.filter((entry: { task_id: string | null }) => entry.task_id === task.task_id).map((entry: { minute: number }) => entry.minute);
+    expect(charged.sort()).to.deep.equal(Array.from({ length: task.billed_minutes }, (_, i) => i + 1));
     expect(task.replay_url).to.equal(`${service.running.container.config.baseUrl}/console/tasks/${task.task_id}`);
     const session = (await service.api(key, 'GET', `/v1/sessions/${code}`)).body;
     expect(session).to.include({ task_count: 1, latest_task_id: task.task_id });

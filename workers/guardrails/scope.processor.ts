@@ -4,6 +4,7 @@ import type { ModelRegistry } from '../../shared/models/registry';
 import { ModelError } from '../../shared/models/model.types';
 import { judgeScope, scopeCheckFailed, type ScopeJudgement } from '../../shared/guardrails/scope-check';
 import { findTaskById } from '../../shared/tasks/tasks.repository';
+import { awaitsScopeCheck } from '../../shared/tasks/loop/begin';
 import type { Processor } from '../runtime';
 
 export interface ScopeCheckDeps {
@@ -25,7 +26,7 @@ export function createScopeProcessor(deps: ScopeCheckDeps): Processor {
   return async (payload, { job, signal }): Promise<string> => {
     const { task_id } = payload as JobPayload<'guardrails', 'scope'>;
     const row = await findTaskById(deps.db, task_id);
-    if (!row || row.status !== 'queued' || row.phase !== 'scope' || row.current_job_id !== job.id) return 'stale';
+    if (!row || !awaitsScopeCheck(row, job.id!)) return 'stale';
     const input = { scope: row.agent_config.guardrails.scope, prompt: row.prompt, model: row.model };
     let judgement: ScopeJudgement;
     try {

@@ -9,6 +9,7 @@ import type { GuardState } from './guard-state';
 import type { TaskLoopDeps } from './loop-deps';
 import { jobNumber, scopeJobId, STEP_RETRIES } from './scheduling';
 import { enterState, waitsFor } from './transitions';
+import type { TaskRow } from '../task-rows';
 
 /*
  * A task begins (queued → running) on its first step job: once its computer is there and can run
@@ -67,6 +68,14 @@ export function requeueScopeCheck(deps: Pick<TaskLoopDeps, 'queues'>, taskId: st
 }
 
 /**
+ * Whether a task waits for the scope check of job `jobIdOfCheck`: the one rule the check's
+ * worker asks before it calls the judge, and the verdict asks before it changes the task.
+ */
+export function awaitsScopeCheck(row: Pick<TaskRow, 'status' | 'phase' | 'current_job_id'>, jobIdOfCheck: string): boolean {
+  return waitsFor(row) === 'scope' && row.current_job_id === jobIdOfCheck;
+}
+
+/**
  * The scope judge's verdict (the `guardrails` worker calls this): in scope, the task begins;
  * off scope or undecidable, it fails with the judge's reason as its `error`. A verdict for a
  * task that moved on (stopped, or judged by an earlier run of the job) changes nothing.
@@ -74,7 +83,7 @@ export function requeueScopeCheck(deps: Pick<TaskLoopDeps, 'queues'>, taskId: st
 export async function scopeJudged(deps: TaskLoopDeps, taskId: string, jobIdOfCheck: string, judgement: ScopeJudgement): Promise<boolean> {
   const { value } = await changeTask(deps, taskId, async (change) => {
     const row = change.row;
-    if (waitsFor(row) !== 'scope' || row.current_job_id !== jobIdOfCheck) return false;
+    if (!awaitsScopeCheck(row, jobIdOfCheck)) return false;
     const inScope = judgement.verdict === 'in_scope';
     change.event('guardrail', judgement.reason, { verdict: inScope ? 'run' : 'block', rule: 'scope', category: null, scope: judgement.verdict });
     if (!inScope) {
