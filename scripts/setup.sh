@@ -81,6 +81,11 @@ fi
 if [ $want_browser = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   apt_install chromium
 fi
+# A real X desktop for the Linux desktop tests (test/integration/linux-desktop): Xvfb, openbox,
+# the AT-SPI accessibility bus, a D-Bus session bus, and two apps besides Chromium.
+if [ $want_browser = 1 ] && ! { command -v Xvfb && command -v openbox && command -v dbus-daemon && [ -x /usr/libexec/at-spi-bus-launcher ] && command -v dbus-launch && command -v mousepad && command -v xterm; } >/dev/null 2>&1; then
+  apt_install xvfb openbox at-spi2-core dbus-x11 mousepad xterm
+fi
 # Fonts for the simulated computer's screens.
 if [ ! -d /usr/share/fonts/truetype/dejavu ]; then
   apt_install fonts-dejavu-core
