@@ -332,8 +332,11 @@ describe('tasks end to end (reference desktop client, scripted model)', function
       expect(Date.now() - before).to.be.within(280, 2000);
       expect(empty.body.data).to.deep.equal([]);
       expect(empty.body.cursor).to.equal(cursor);
+      const { followers } = service.running.container;
+      const waitingBefore = followers.waitingFollowers;
       const poll = service.api(key, 'GET', `/v1/tasks/${body.task_id}/events?after=${cursor}&wait_ms=20000`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Answer once the poll is waiting (the service counts it), so that the answer must wake it.
+      await waitFor(() => followers.waitingFollowers > waitingBefore, 5_000, 'the long poll to wait');
       const answeredAt = Date.now();
       await service.api(key, 'POST', `/v1/tasks/${body.task_id}/respond`, { question_id: waiting.task.pending.question_id, answer: 'go' });
       const woke = await poll;
