@@ -37,6 +37,7 @@ export function registerRunnerCommand(program: Command, io: RunnerCommandIo = js
     .option('--images <a,b>', 'images it has; macos… is a Mac, windows… a Windows PC', parseList('--images', 200, 200), ['macos-15', 'windows-11'])
     .option('--data-dir <dir>', 'where saved disks are kept (they survive a restart)', parseDataDir, defaultDataDir())
     .option('--boot-ms <n>', 'how long a machine takes to start', parseCount('--boot-ms', 0, 600_000), 0)
+    .option('--destroy-ms <n>', 'how long destroying a machine takes', parseCount('--destroy-ms', 0, 600_000), 0)
     .action(async (options: RunnerCommandOptions, command: Command) => {
       try {
         parseBaseUrl(options.baseUrl);

@@ -54,7 +54,15 @@ export const TrySchema = Type.Object({
   runner_id: Nullable(Type.String()),
   start_state: Type.Object({ start_state_id: Type.String(), version: Type.Integer() }),
   infra_retries: Type.Integer({ description: 'Times it moved to a new machine after an infrastructure failure (at most 2).' }),
-  check: Nullable(Type.Object({ exit_code: Nullable(Type.Integer()), output: Type.String(), error: Type.Optional(Type.String()) })),
+  check: Nullable(
+    Type.Object({
+      exit_code: Nullable(Type.Integer()),
+      output: Type.String({ description: 'What the check printed, stdout then stderr (its last 4,000 characters), or "(the check script printed nothing on stdout or stderr)".' }),
+      stdout: Type.Optional(Type.String({ description: 'Its stdout alone (the last 4,000 characters), when the runner reports the two apart.' })),
+      stderr: Type.Optional(Type.String({ description: 'Its stderr alone (the last 4,000 characters), when the runner reports the two apart.' })),
+      error: Type.Optional(Type.String()),
+    }),
+  ),
   rubric: Nullable(
     Type.Object({
       passed: Type.Boolean(),
@@ -75,7 +83,11 @@ export const CreateTestRunBody = Type.Object(
     test_set_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     test_case_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 500 })),
     agent_id: Type.Optional(Type.String({ pattern: '^[a-z0-9-]{2,40}$', description: 'The default agent when left out.' })),
-    agent_version: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal('draft')], { description: 'The published version (the default), or "draft".' })),
+    agent_version: Type.Optional(
+      Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Integer({ minimum: 1 })], {
+        description: 'published (the default) tries the published version; draft the unpublished draft; a number that published version (404 not_found naming it when the agent has no such version). As for tasks.',
+      }),
+    ),
     repeat: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, description: 'Tries per case, over the set\'s and the cases\' own.' })),
     metadata: Type.Optional(Metadata),
   },

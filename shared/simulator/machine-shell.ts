@@ -17,6 +17,10 @@ export interface ScriptResult {
   exit_code: number;
   /** stdout, then stderr: the last 16 KB of both. */
   output: string;
+  /** stdout alone, its last 16 KB. */
+  stdout: string;
+  /** stderr alone, its last 16 KB. */
+  stderr: string;
   timed_out: boolean;
 }
 
@@ -30,6 +34,8 @@ export async function runScript(fs: IFileSystem, script: string, options: { time
     return {
       exit_code: timedOut ? TIMEOUT_EXIT_CODE : result.exitCode,
       output: lastBytes(result.stdout + result.stderr, OUTPUT_KEPT_BYTES),
+      stdout: lastBytes(result.stdout, OUTPUT_KEPT_BYTES),
+      stderr: lastBytes(result.stderr, OUTPUT_KEPT_BYTES),
       timed_out: timedOut,
     };
   } finally {

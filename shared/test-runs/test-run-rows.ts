@@ -69,7 +69,8 @@ export interface TryRow {
   task_id: string | null;
   runner_id: string | null;
   start_state_version: number | null;
-  check: { exit_code: number | null; output: string; error?: string } | null;
+  /** `output`: stdout then stderr, or a line saying it printed nothing; `stdout`, `stderr` apart when the runner reports them. */
+  check: { exit_code: number | null; output: string; stdout?: string; stderr?: string; error?: string } | null;
   rubric: { passed: boolean; criteria: Array<{ criterion: string; passed: boolean; reason: string }>; judge_model: string } | null;
   steps: number | null;
   duration_ms: number | null;

@@ -10,7 +10,7 @@ import type { RespondInput, AnsweredBy } from '../tasks/loop/answers';
 import type { TaskRow } from '../tasks/task-rows';
 import { findTaskById } from '../tasks/tasks.repository';
 import { useFreeSlotsSoon, type MachinesService } from '../machines/machines.service';
-import { machineEnded, type MachineRow } from '../machines/machine-rows';
+import { machineEnded, type CommandRow, type MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
 import type { CaseSnapshot, CustomerSpec, TryRow } from './test-run-rows';
 import { findRun, findTry, findTryWithRun, freeSlotsFor, type RunOfTry, hasOpenTries, runsWithoutOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
@@ -205,6 +205,13 @@ export class TryFlow {
       if (row.task_id) after.push(() => this.deps.stopTask(row.task_id!, run.org_id, 'The test run was cancelled').catch(() => undefined));
       return;
     }
+    if (row.phase === 'judge') {
+      // The machine has done its part (the check's result is recorded): the judge reads the
+      // transcript, so losing the machine now loses nothing. A judging cut short (the process
+      // went, the judge failed) is asked again.
+      after.push(() => this.judge(at.row.id));
+      return;
+    }
     if (!machine) return;
     if (machineEnded(machine.status)) {
       if (row.phase !== 'done') await this.infrastructureFailed(trx, at, `The machine was lost: ${machine.error ?? 'it stopped'}`, after);
@@ -227,10 +234,6 @@ export class TryFlow {
         return this.duringTask(trx, at, machine, after);
       case 'check':
         return this.afterCheck(trx, at, machine, after);
-      case 'judge':
-        // Its judging was cut short (the process went, the judge failed): asked again.
-        after.push(() => this.judge(at.row.id));
-        return;
       default:
     }
   }
@@ -254,6 +257,8 @@ export class TryFlow {
       await this.startTask(trx, at, machine, after);
       return;
     }
+    const cutShort = scriptCutShort(run);
+    if (cutShort) return this.infrastructureFailed(trx, at, `The setup script did not finish on the machine (${cutShort})`, after);
     const output = typeof run.result?.output === 'string' ? run.result.output.slice(-OUTPUT_TAIL) : '';
     const why = run.status === 'failed' ? `${run.error_code}: ${run.error}` : `exit status ${String(run.result?.exit_code)}`;
     await this.infrastructureFailed(trx, at, `The setup script failed (${why})${output ? `:\n${output}` : ''}`, after);
@@ -284,6 +289,12 @@ export class TryFlow {
       if (task.pending) after.push(() => this.actOnPending(at, machine, task));
       return;
     }
+    // A task that failed while its machine was away (its runner died, or its connection did not
+    // come back in time) failed for want of a machine, not by the agent: the try moves to a new
+    // machine. Its runner's loss may be noticed only later: the session says so now.
+    if (task.status === 'failed' && (await this.deps.sessions.getRow(at.run.org_id, machine.session_code, trx)).status !== 'connected') {
+      return this.infrastructureFailed(trx, at, `The machine disconnected during the task (${task.error ?? 'the task failed'})`, after);
+    }
     await updateTry(trx, at.row.id, { steps: task.steps });
     if (at.snapshot.check_script) {
       const command = await this.deps.machines.runScript(machine, at.snapshot.check_script, SCRIPT_TIMEOUT_MS, trx);
@@ -297,10 +308,12 @@ export class TryFlow {
   private async afterCheck(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
     const run = await latestCommand(trx, machine.id, 'machine.run');
     if (!run || run.status === 'sent') return;
+    // A check that never reached an exit status (its runner lost, no answer in time, the machine
+    // gone from its runner) says nothing of the agent: the try runs again, it is not failed.
+    const cutShort = scriptCutShort(run);
+    if (cutShort) return this.infrastructureFailed(trx, at, `The check script did not finish on the machine (${cutShort})`, after);
     const task = (await findTaskById(trx, at.row.task_id!))!;
-    const output = typeof run.result?.output === 'string' ? run.result.output.slice(-OUTPUT_TAIL) : '';
-    const exitCode = typeof run.result?.exit_code === 'number' ? run.result.exit_code : null;
-    await this.score(trx, at, task, { exit_code: exitCode, output, ...(run.status === 'failed' ? { error: `${run.error_code}: ${run.error}` } : {}) }, after);
+    await this.score(trx, at, task, checkOf(run), after);
   }
 
   /**
@@ -428,6 +441,37 @@ interface TryAt {
 async function runningTryAt(trx: Knex.Transaction, tryId: string): Promise<TryAt | undefined> {
   const found = await findTryWithRun(trx, tryId);
   return found?.row.status === 'running' ? found : undefined;
+}
+
+/**
+ * Why a script's command ended without an exit status from the machine's shell (`code: message`),
+ * or null when the script ran to one. A script the runner stopped at its own `timeout_ms` has one
+ * (124) and counts as run.
+ */
+function scriptCutShort(command: CommandRow): string | null {
+  if (command.status !== 'failed' || typeof command.result?.exit_code === 'number') return null;
+  return `${command.error_code}: ${command.error}`;
+}
+
+/** What the check printed when both its stdout and its stderr were empty. */
+export const CHECK_PRINTED_NOTHING = '(the check script printed nothing on stdout or stderr)';
+
+/**
+ * The check's record: its exit status; `output`, what it printed as the runner reports it (stdout
+ * then stderr), or a line saying it printed nothing on either; and, when the runner reports the
+ * two apart (the reference runner does), `stdout` and `stderr`. Each is kept to its last
+ * `OUTPUT_TAIL` characters.
+ */
+function checkOf(run: CommandRow): NonNullable<TryRow['check']> {
+  const result = run.result ?? {};
+  const text = (value: unknown) => (typeof value === 'string' ? value.slice(-OUTPUT_TAIL) : undefined);
+  const [output, stdout, stderr] = [text(result.output), text(result.stdout), text(result.stderr)];
+  return {
+    exit_code: typeof result.exit_code === 'number' ? result.exit_code : null,
+    output: output || `${stdout ?? ''}${stderr ?? ''}`.slice(-OUTPUT_TAIL) || CHECK_PRINTED_NOTHING,
+    ...(stdout !== undefined || stderr !== undefined ? { stdout: stdout ?? '', stderr: stderr ?? '' } : {}),
+    ...(run.status === 'failed' ? { error: `${run.error_code}: ${run.error}` } : {}),
+  };
 }
 
 /** A try passes when its check (if any) exited 0 and its judge (if any) passed it. */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import { scriptedJudge, type RubricJudgeInput } from '../../shared/evals';
+import { CHECK_PRINTED_NOTHING } from '../../shared/test-runs/try-flow';
 import { testEnv } from '../support/environment';
 import { startTestService, waitFor, type TestService } from '../support/service';
 
@@ -121,7 +122,7 @@ describe('test runs with reference runners (processes)', function () {
       const ended = await finished(run.test_run_id);
       expect(ended.status).to.equal('completed');
       const byKey = new Map((await tries(run.test_run_id)).map((item) => [item.key, item]));
-      expect(byKey.get('check-passes')).to.deep.include({ status: 'passed', check: { exit_code: 0, output: '' } });
+      expect(byKey.get('check-passes')).to.deep.include({ status: 'passed', check: { exit_code: 0, output: CHECK_PRINTED_NOTHING, stdout: '', stderr: '' } });
       expect(byKey.get('check-fails')!.status).to.equal('failed');
       expect(byKey.get('check-fails')!.check.exit_code).to.equal(1);
       expect(byKey.get('rubric-passes')!.status).to.equal('passed');
@@ -139,6 +140,22 @@ describe('test runs with reference runners (processes)', function () {
       expect(task).to.include({ status: 'completed', result: 'Saved Hello' });
       expect(ended.summary.tries).to.include({ total: 6, passed: 2, failed: 3, error: 1 });
       expect(ended.summary.pass_rate).to.equal(0.4);
+    });
+
+    it('keeps what a check printed on stdout and on stderr, and says so when it printed nothing', async () => {
+      const cases = await batch([
+        // just-bash's grep -q prints nothing, even for a missing file (exit 2).
+        { key: 'quiet-check', name: 'a quiet check', prompt: 'done "ok"', start_state: 'macos-15', success: { check_script: 'grep -q Hello $HOME/Documents/missing.txt' } },
+        { key: 'loud-check', name: 'a check that says why', prompt: 'done "ok"', start_state: 'macos-15', success: { check_script: 'echo looked; echo "no Hello in missing.txt" >&2; exit 1' } },
+      ]);
+      const run = await ok('POST', '/v1/test_runs', { test_case_ids: caseIds(cases) });
+      await finished(run.test_run_id);
+      const byKey = new Map((await tries(run.test_run_id)).map((item) => [item.key, item]));
+      expect(byKey.get('quiet-check')).to.deep.include({ status: 'failed', error: null, check: { exit_code: 2, output: CHECK_PRINTED_NOTHING, stdout: '', stderr: '' } });
+      expect(byKey.get('loud-check')).to.deep.include({
+        status: 'failed',
+        check: { exit_code: 1, output: 'looked\nno Hello in missing.txt\n', stdout: 'looked\n', stderr: 'no Hello in missing.txt\n' },
+      });
     });
 
     it('the customer answers from its facts and types a secret into the focused field; the operator approves, denies, or leaves it to the customer', async () => {

@@ -59,7 +59,7 @@ describe('npx deskhand runner (a child process)', function () {
     expect(made.ok).to.equal(true);
     expect(fake.desktopHellos.map((hello) => hello.code)).to.deep.equal(['ABCD-EFGH']);
     const ran = await fake.command({ command_id: 'cmd_cli_2', type: 'machine.run', machine_id: 'mc_cli', args: { script: 'cat Documents/report.txt | grep -c Revenue', timeout_ms: 5000 } });
-    expect(ran).to.deep.include({ ok: true, result: { exit_code: 0, output: '1\n' } });
+    expect(ran).to.deep.include({ ok: true, result: { exit_code: 0, output: '1\n', stdout: '1\n', stderr: '' } });
 
     runner.child.kill('SIGTERM');
     expect(await runner.exited).to.equal(0);

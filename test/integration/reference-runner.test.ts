@@ -126,8 +126,8 @@ describe('the reference runner (in process)', function () {
   it('runs scripts in the machine\'s shell: exit code and output, a timeout, and an unknown machine', async () => {
     await startRunner();
     const { machineId } = await makeMachine();
-    const written = await run(machineId, 'echo "call Bob" > Documents/todo.txt; ls Documents; exit 3');
-    expect(written).to.deep.include({ ok: true, result: { exit_code: 3, output: 'report.txt\ntodo.txt\n' } });
+    const written = await run(machineId, 'echo "call Bob" > Documents/todo.txt; ls Documents; echo done >&2; exit 3');
+    expect(written).to.deep.include({ ok: true, result: { exit_code: 3, output: 'report.txt\ntodo.txt\ndone\n', stdout: 'report.txt\ntodo.txt\n', stderr: 'done\n' } });
     const timedOut = await run(machineId, 'echo started; while :; do :; done', 200);
     expect(timedOut).to.deep.include({ ok: false });
     expect((timedOut as any).error.code).to.equal('timeout');
@@ -170,7 +170,7 @@ describe('the reference runner (in process)', function () {
     fake.send(command);
     fake.send(command);
     const first = await waitFor(() => fake.donesFor(command.command_id)[0], 10_000, 'the first answer');
-    expect(first).to.deep.include({ ok: true, result: { exit_code: 0, output: '1\n' } });
+    expect(first).to.deep.include({ ok: true, result: { exit_code: 0, output: '1\n', stdout: '1\n', stderr: '' } });
     fake.send(command);
     await waitFor(() => fake.donesFor(command.command_id).length === 2, 10_000, 'the answer again');
     expect(fake.donesFor(command.command_id)[1]).to.deep.equal(first);

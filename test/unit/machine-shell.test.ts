@@ -7,7 +7,12 @@ const run = (disk: MachineDisk, script: string, timeoutMs = 5000) => runScript(d
 describe('the simulated machine\'s shell', () => {
   it('starts in $HOME (/home/user) with HOME set', async () => {
     const result = await run(MachineDisk.fresh(), 'pwd; echo "$HOME"');
-    expect(result).to.deep.equal({ exit_code: 0, output: '/home/user\n/home/user\n', timed_out: false });
+    expect(result).to.deep.equal({ exit_code: 0, output: '/home/user\n/home/user\n', stdout: '/home/user\n/home/user\n', stderr: '', timed_out: false });
+  });
+
+  it('keeps stdout and stderr apart as well as together (stdout first)', async () => {
+    const result = await run(MachineDisk.fresh(), 'echo to-out; echo to-err >&2; cat /nope; exit 3');
+    expect(result).to.deep.equal({ exit_code: 3, output: 'to-out\nto-err\ncat: /nope: No such file or directory\n', stdout: 'to-out\n', stderr: 'to-err\ncat: /nope: No such file or directory\n', timed_out: false });
   });
 
   // The commands spec/evals.md promises, each used the way setup and check scripts use them.

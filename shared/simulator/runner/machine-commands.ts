@@ -30,6 +30,7 @@ export async function carryOutCommand(hypervisor: SimulatedHypervisor, command: 
         return { command_id, ok: true, result };
       }
       case 'machine.destroy': {
+        emit({ event: 'destroying', command_id, machine_id: machineId });
         const { existed } = await hypervisor.destroy(machineId);
         emit({ event: 'destroyed', command_id, machine_id: machineId, existed });
         return { command_id, ok: true, result: {} };

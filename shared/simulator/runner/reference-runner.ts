@@ -24,6 +24,8 @@ export interface ReferenceRunnerOptions {
   images: string[];
   dataDir: string;
   bootMs: number;
+  /** How long destroying a machine takes (0 when left out), to test a runner lost while it destroys one. */
+  destroyMs?: number;
   /** The runner's version, reported in its hello. */
   version: string;
   /** Where the JSON lines go; stdout by default. */
@@ -74,6 +76,7 @@ export class ReferenceRunner {
       images: options.images,
       slots: options.slots,
       bootMs: options.bootMs,
+      destroyMs: options.destroyMs ?? 0,
       store: new DiskStore(options.dataDir),
       out: (line) => this.emitLine(line),
       path: options.path,

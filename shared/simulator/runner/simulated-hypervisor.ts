@@ -18,6 +18,8 @@ export interface HypervisorOptions {
   slots: number;
   /** How long a machine takes to start. */
   bootMs: number;
+  /** How long destroying a machine takes (its desktop connection stays up meanwhile). */
+  destroyMs?: number;
   store: DiskStore;
   /** Where each machine's desktop connection events go. */
   out: (line: object) => void;
@@ -115,15 +117,15 @@ export class SimulatedHypervisor {
     }
   }
 
-  async run(machineId: string, args: Record<string, unknown>): Promise<{ exit_code: number; output: string }> {
+  async run(machineId: string, args: Record<string, unknown>): Promise<{ exit_code: number; output: string; stdout: string; stderr: string }> {
     const machine = this.running(machineId);
     const script = args.script;
     const timeoutMs = args.timeout_ms;
     if (typeof script !== 'string') throw new CommandError('failed', 'machine.run needs script, a string.');
     if (!(Number.isSafeInteger(timeoutMs) && (timeoutMs as number) > 0)) throw new CommandError('failed', 'machine.run needs timeout_ms, a whole number above 0.');
-    const { exit_code, output, timed_out } = await machine.computer.runScript(script, { timeoutMs: timeoutMs as number });
-    if (timed_out) throw new CommandError('timeout', `The script ran past its ${timeoutMs as number} ms.`, { exit_code, output });
-    return { exit_code, output };
+    const { exit_code, output, stdout, stderr, timed_out } = await machine.computer.runScript(script, { timeoutMs: timeoutMs as number });
+    if (timed_out) throw new CommandError('timeout', `The script ran past its ${timeoutMs as number} ms.`, { exit_code, output, stdout, stderr });
+    return { exit_code, output, stdout, stderr };
   }
 
   async save(machineId: string, args: Record<string, unknown>): Promise<{ bytes: number }> {
@@ -140,6 +142,11 @@ export class SimulatedHypervisor {
   async destroy(machineId: string): Promise<{ existed: boolean }> {
     const machine = this.machines.get(machineId);
     if (!machine) return { existed: false };
+    if (this.options.destroyMs) {
+      await sleep(this.options.destroyMs);
+      // Destroyed meanwhile by another command (one sent again after a reconnect).
+      if (this.machines.get(machineId) !== machine) return { existed: false };
+    }
     this.machines.delete(machineId);
     machine.stop.abort();
     await machine.client?.close();
