@@ -88,6 +88,7 @@ export function renderInvitePage(page: InvitePage): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title}</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <style>${STYLE}</style></head>
 <body><main>${body}</main></body></html>`;
 }

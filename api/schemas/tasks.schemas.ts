@@ -90,7 +90,11 @@ export const StartTaskBody = Type.Object(
   {
     prompt: Type.String({ minLength: 1, maxLength: 100_000, pattern: '\\S' }),
     agent_id: Type.Optional(Type.String({ pattern: '^[a-z0-9-]{2,40}$', description: 'Default: the session\'s agent.' })),
-    agent_version: Type.Optional(Type.Union([Type.Literal('draft'), Type.Literal('published')], { description: 'draft runs the unpublished draft; default published.' })),
+    agent_version: Type.Optional(
+      Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Integer({ minimum: 1 })], {
+        description: 'published (the default) runs the published version; draft runs the unpublished draft; a number runs that published version (404 not_found naming it when the agent has no such version). As for test runs.',
+      }),
+    ),
     request_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Retrying with the same value returns the same task.' })),
     metadata: Type.Optional(Metadata),
   },

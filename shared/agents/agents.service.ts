@@ -111,6 +111,12 @@ export interface AgentVersionObject extends ConfigFields {
   created_by: Actor;
 }
 
+/**
+ * Which version of an agent a task or a test run runs (`agent_version`): the published version
+ * (the default), the draft, or a published version by its number.
+ */
+export type AgentVersionChoice = 'published' | 'draft' | number;
+
 /** What a task runs (see {@link AgentService.resolveForTask}). */
 export interface AgentForTask {
   agent_id: string;
@@ -401,22 +407,31 @@ export class AgentService {
   }
 
   /**
-   * What a task runs: the published version, or with `which: 'draft'` the draft (the published
-   * version when there is none). Pass the task's transaction as `db` to read inside it. 404
-   * when the org has no such agent.
+   * What a task (or a test run) runs: the published version, with `which: 'draft'` the draft (the
+   * published version when there is none), or with a number that published version, current or
+   * earlier. The one rule for every caller that takes `agent_version` (docs/agents.md, "Which
+   * version runs"). Pass the task's transaction as `db` to read inside it. 404 when the org has
+   * no such agent, or the agent no such version.
    */
   async resolveForTask(
     orgId: string,
     agentId: string,
-    which: 'published' | 'draft',
+    which: AgentVersionChoice,
     db: Knex | Knex.Transaction = this.deps.db,
   ): Promise<AgentForTask> {
     const row = await this.load(db, orgId, agentId);
     const runsDraft = which === 'draft' && row.draft !== null;
-    const config = readConfig(runsDraft ? row.draft : row.published_config);
+    const version = typeof which === 'number' ? which : runsDraft ? row.draft_based_on_version! : row.version;
+    let stored = runsDraft ? row.draft : row.published_config;
+    if (typeof which === 'number' && which !== row.version) {
+      const found = await findVersion(db, orgId, agentId, which);
+      if (!found) throw notFound(`Agent ${agentId} has no version ${which}; its published version is ${row.version}`);
+      stored = found.config;
+    }
+    const config = readConfig(stored);
     return {
       agent_id: agentId,
-      version: runsDraft ? row.draft_based_on_version! : row.version,
+      version,
       draft: runsDraft,
       config,
       model: effectiveModel(config),

@@ -143,8 +143,19 @@ export function applyMode<D extends { verdict: Verdict; reason: string }>(
     ...decision,
     verdict: 'block',
     unattended: true,
-    reason: `${decision.reason} The agent runs unattended, so nobody can approve it and it is refused.`,
+    reason: `${asSentence(decision.reason)} The agent runs unattended, so nobody can approve it and it is refused.`,
   };
+}
+
+/**
+ * A reason as a sentence ending in exactly one stop, to set after words such as "Refused: " and
+ * before the next sentence. The engine's reasons are sentences with their own full stop; an
+ * agent's own words (an approval's `what`) may have none. Adding a stop to a reason that has one
+ * made "…on this agent's blocked apps.. Pressing cmd+s.".
+ */
+export function asSentence(reason: string): string {
+  const text = reason.trimEnd();
+  return /[.!?…]["'”’)\]]*$/.test(text) ? text : `${text}.`;
 }
 
 /**

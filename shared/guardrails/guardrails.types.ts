@@ -271,6 +271,11 @@ function ruleLists(
         throw new InvalidGuardrailsError(at, `must be at most ${GUARDRAIL_LIMITS.itemChars} characters`);
       }
       const normalized = normalizeItem(item, at);
+      // What is stored must fit too: an international host grows in its ASCII form (95 `é` are
+      // `xn--…` of 101 characters), and a stored rule past the limit could not be read back.
+      if (normalized.length > GUARDRAIL_LIMITS.itemChars) {
+        throw new InvalidGuardrailsError(at, `must be at most ${GUARDRAIL_LIMITS.itemChars} characters as stored: its host in ASCII form (${normalized.slice(0, 12)}…) has ${normalized.length}`);
+      }
       const k = key(normalized);
       if (!seen.has(k)) {
         seen.add(k);

@@ -6,6 +6,7 @@
  */
 import { GUARDRAIL_CATEGORIES, type GuardrailCategory } from '../desktop/protocol';
 import type { ActionOutcome, ModelMove, ModelTools, TurnOutcome } from './model.types';
+import { asSentence } from '../guardrails/engine';
 
 /** A JSON Schema of the small kind all three vendors accept. */
 export interface ToolSchema {
@@ -264,7 +265,7 @@ export function outcomeText(outcome: TurnOutcome | null): { text: string; isErro
     case 'refused': {
       const ran = actionFailures(outcome.results);
       return {
-        text: `Refused by the guardrails: ${outcome.reason}. Do not try it another way; plan around it or ask.${ran ? ` Before that, ${ran}.` : ''}`,
+        text: `Refused by the guardrails: ${asSentence(outcome.reason)} Do not try it another way; plan around it or ask.${ran ? ` Before that, ${ran}.` : ''}`,
         isError: true,
       };
     }
@@ -273,7 +274,7 @@ export function outcomeText(outcome: TurnOutcome | null): { text: string; isErro
     case 'approval':
       return outcome.decision === 'approve'
         ? { text: 'Approved.', isError: false }
-        : { text: `Denied${outcome.reason ? `: ${outcome.reason}` : ''}. Do not do it.`, isError: true };
+        : { text: `Denied${outcome.reason ? `: ${asSentence(outcome.reason)}` : '.'} Do not do it.`, isError: true };
     case 'tool':
       return outcome.ok ? { text: outcome.text, isError: false } : { text: `The call failed: ${outcome.text}`, isError: true };
     case 'file':

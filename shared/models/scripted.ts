@@ -5,6 +5,7 @@
  * real without a vendor. docs/models.md lists the decisions taken where the spec is silent.
  */
 import { GUARDRAIL_CATEGORIES, type DesktopAction, type GuardrailCategory, type Observation } from '../desktop/protocol';
+import { asSentence } from '../guardrails/engine';
 import {
   centre,
   desktopOs,
@@ -341,7 +342,7 @@ function failureOf(outcome: TurnOutcome | null): string | null {
       return failed ? `The last step failed: ${failed.error ?? 'the computer could not do it'}.` : null;
     }
     case 'refused':
-      return `The last step was refused: ${outcome.reason}.`;
+      return `The last step was refused: ${asSentence(outcome.reason)}`;
     case 'approval':
       return outcome.decision === 'deny' ? 'The request was denied.' : null;
     case 'tool':

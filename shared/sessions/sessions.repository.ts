@@ -62,34 +62,28 @@ export async function insertSessionWithNewCode(db: Db, rowFor: (code: string) =>
 }
 
 /**
- * A machine's session (`kind` machine: no token, no invite) and its audit row
- * (`session.created`), in one prepared statement (`withNewCode`). Without `agentId` its agent is
- * the org's default, read by the same statement; with no default agent the insert fails on
- * `agent_id` (`isNoDefaultAgent`).
+ * A machine's session (`kind` machine: no token, no invite), in one prepared statement
+ * (`withNewCode`). Without `agentId` its agent is the org's default, read by the same statement;
+ * with no default agent the insert fails on `agent_id` (`isNoDefaultAgent`). No audit row: the
+ * org's audit log records what people and keys change, and a machine's session belongs to the
+ * try (or start state build) that made it, which records it (docs/desktop-protocol.md, "Session kinds").
  */
 export async function insertMachineSession(
   db: Db,
   row: { orgId: string; agentId: string | null; label: string | null; metadata: Record<string, string>; createdAt: Date },
-  audit: Pick<AuditEntryInput, 'actor' | 'requestId'>,
 ): Promise<SessionRow> {
   return withNewCode(async (code) => {
-    const entry = auditRow({ ...audit, orgId: row.orgId, action: 'session.created', objectType: 'session', objectId: code });
-    const [inserted] = await runPrepared<{ session: SessionJson }>(db, INSERT_MACHINE_SESSION, [code, row.orgId, row.agentId, row.label, JSON.stringify(row.metadata), row.createdAt, entry.id, entry.actor, entry.request_id]);
+    const [inserted] = await runPrepared<{ session: SessionJson }>(db, INSERT_MACHINE_SESSION, [code, row.orgId, row.agentId, row.label, JSON.stringify(row.metadata), row.createdAt]);
     return inserted && sessionFromJson(inserted.session);
   });
 }
 
 const INSERT_MACHINE_SESSION: PreparedStatement = {
   name: 'sessions:insert-machine',
-  text: `with inserted as (
-       insert into sessions as s (code, org_id, agent_id, kind, label, token_hash, invite_url, metadata, created_at, expires_at)
+  text: `insert into sessions as s (code, org_id, agent_id, kind, label, token_hash, invite_url, metadata, created_at, expires_at)
        select $1, $2, coalesce($3, (${defaultAgentIdOf('$2')})), 'machine', $4, null, null, $5::jsonb, $6, null
        on conflict (code) do nothing
-       returning s.*),
-     audited as (
-       ${INSERT_AUDIT_ROW}
-       select $7, org_id, $8::jsonb, 'session.created', 'session', code, jsonb_build_object('agent_id', agent_id, 'kind', kind, 'label', label), $9 from inserted)
-     select row_to_json(i) as session from inserted i`,
+       returning row_to_json(s) as session`,
 };
 
 /** What PostgreSQL answers when a machine session finds no default agent to take: a null `agent_id`. */
@@ -172,7 +166,8 @@ const DISCONNECT_SESSION: PreparedStatement = {
 
 /**
  * Ends the session with `code` of the org and kind given, in one statement: expired now, its
- * connection's epoch moved on, and its audit row (`session.expired`) written with it. Undefined
+ * connection's epoch moved on, and for a person's session its audit row (`session.expired`)
+ * written with it (a machine's session is its try's, which records it: no audit row). Undefined
  * when the org has no such session; `changed` false when it had expired already. The row lock
  * taken first makes a second end, at the same time, find it expired.
  */
@@ -209,7 +204,7 @@ const EXPIRE_SESSION: PreparedStatement = {
        returning s.*),
      audited as (
        ${INSERT_AUDIT_ROW}
-       select $5, org_id, $6::jsonb, $7, $8, code, $9::jsonb, $10 from ended)
+       select $5, org_id, $6::jsonb, $7, $8, code, $9::jsonb, $10 from ended where kind = 'person')
      select (select row_to_json(e) from ended e) as ended, row_to_json(t) as current, t.status as was from target t`,
 };
 

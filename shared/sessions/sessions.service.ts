@@ -59,11 +59,8 @@ export interface MachineSessionInput {
   /** The org's default agent when left out. */
   agentId?: string;
   metadata?: Record<string, string>;
-  /** What the machine is, for the audit log and people reading it (e.g. "try 3 of run X"). */
+  /** What the machine is, for people reading the session row (e.g. "try 3 of run X"). */
   label?: string;
-  /** Recorded in the audit log; null (the service itself) when left out. */
-  actor?: Actor;
-  requestId?: string;
 }
 
 /** Work other domains do when a session's computer goes away (the running task stops or fails). */
@@ -141,14 +138,16 @@ export class SessionsService {
    * Mints a machine session: a pairing code the machine's desktop client says hello with, as a
    * person's app does, but no invite link, no token for the older API, and no idle expiry. It
    * is the service's own object: the API's session endpoints, the older API and the invite page
-   * do not know it. Written in `db`'s transaction when it is one, else in its own.
+   * do not know it. Written in `db`'s transaction when it is one, else in its own. Not in the
+   * org's audit log (which records what people and keys change): the try that asked for the
+   * machine records it.
    */
   async createMachineSession(db: Knex | Knex.Transaction, input: MachineSessionInput): Promise<{ session: SessionRow; code: string }> {
     // The session's agent is only a default for its tasks: a machine shows nobody a greeting. The
     // org's default agent is read by the insert itself. Through `db`: a caller in a transaction
     // must not wait for a second connection of the pool.
     const row = { orgId: input.orgId, agentId: input.agentId ?? null, label: input.label ?? null, metadata: input.metadata ?? {}, createdAt: this.deps.clock.now() };
-    const session = await insertMachineSession(db, row, { actor: input.actor ?? null, requestId: input.requestId }).catch((error: unknown) => {
+    const session = await insertMachineSession(db, row).catch((error: unknown) => {
       throw isNoDefaultAgent(error) ? notFound('The org has no default agent') : error;
     });
     return { session, code: session.code };
@@ -206,17 +205,16 @@ export class SessionsService {
   /**
    * The service ends a machine session (its runner is done with the machine, or gave up making
    * it): the code stops working, a running task stops, a connected machine is let go. The only
-   * way a machine session expires. 404 for a code of another org or of a person's session.
+   * way a machine session expires. 404 for a code of another org or of a person's session. No
+   * audit row (see `createMachineSession`); `reason` goes to the service's log.
    */
-  async endMachineSession(orgId: string, code: string, audit: { actor?: Actor; requestId?: string; reason?: string } = {}): Promise<SessionRow> {
-    return this.end(code, { orgId, kind: 'machine' }, {
-      actor: audit.actor ?? null,
-      requestId: audit.requestId,
-      data: audit.reason ? { reason: audit.reason } : undefined,
-    });
+  async endMachineSession(orgId: string, code: string, options: { reason?: string } = {}): Promise<SessionRow> {
+    const row = await this.end(code, { orgId, kind: 'machine' }, { actor: null });
+    this.deps.logger.info({ code, org_id: orgId, reason: options.reason ?? null }, 'machine session ended');
+    return row;
   }
 
-  /** Expires the org's session of the kind given (404 for any other), once; the audit row commits with it. */
+  /** Expires the org's session of the kind given (404 for any other), once; a person's audit row commits with it. */
   private async end(code: string, owner: { orgId: string; kind: SessionKind }, audit: { actor: Actor; requestId?: string; data?: Record<string, unknown> }): Promise<SessionRow> {
     const ended = await expireSession(this.deps.db, code, owner, this.deps.clock.now(), audit);
     if (!ended) throw notFound(`No session ${code}`);

@@ -44,7 +44,7 @@ export interface TaskLimits {
 
 export interface CreateTaskInput {
   /** The session the task runs on; it must be connected. */
-  session: Pick<SessionRow, 'code' | 'org_id' | 'status' | 'kind'>;
+  session: Pick<SessionRow, 'code' | 'org_id' | 'status' | 'kind' | 'last_active_at' | 'expires_at'>;
   /** What `AgentService.resolveForTask` returned. */
   agent: AgentForTask;
   prompt: string;
@@ -125,13 +125,26 @@ export async function createTaskInTransaction(
   }
 }
 
-/** Throws unless a task can start on the session: 404 when it expired, 409 `not_connected` when no computer is connected. */
+/**
+ * Throws unless a task can start on the session: 404 when it expired (saying so, and when: the
+ * session itself can still be read), 409 `not_connected` when no computer is connected, saying
+ * whether one never paired (`waiting`) or went offline, and since when (`disconnected`).
+ */
 export function assertSessionTakesTask(session: CreateTaskInput['session']): void {
-  if (session.status === 'expired') throw notFound(`No session ${session.code}`);
-  if (session.status !== 'connected') {
-    const who = session.kind === 'machine' ? 'the machine must say hello with its code first' : 'the person must enter the code in the app first';
-    throw conflict(`No computer is connected to session ${session.code}; ${who}`, 'not_connected');
+  if (session.status === 'expired') {
+    const when = session.expires_at ? ` at ${session.expires_at.toISOString()}` : '';
+    const next = session.kind === 'machine' ? '' : ' Create a new session for the person.';
+    throw notFound(`Session ${session.code} expired${when}; its code no longer works and it takes no tasks.${next}`);
   }
+  if (session.status === 'connected') return;
+  const machine = session.kind === 'machine';
+  if (session.status === 'disconnected') {
+    const since = session.last_active_at ? ` since ${session.last_active_at.toISOString()}` : '';
+    const back = machine ? 'the machine must say hello with its code again' : 'the person must open the app again to reconnect';
+    throw conflict(`No computer is connected to session ${session.code}: its computer has been offline${since}; ${back}`, 'not_connected');
+  }
+  const who = machine ? 'the machine must say hello with its code first' : 'the person must enter the code in the app first';
+  throw conflict(`No computer is connected to session ${session.code}: none has paired yet; ${who}`, 'not_connected');
 }
 
 /** The row of the new task, once the session, the model and the limits allow it. */

@@ -14,16 +14,18 @@ export interface TaskRequestParameters {
   prompt: string;
   /** Absent: whichever agent the session defaults to (not compared). */
   agent_id?: string;
-  agent_version?: 'draft' | 'published';
+  /** Absent or `published`: any published version (the one current then ran); a number: that version. */
+  agent_version?: 'draft' | 'published' | number;
   metadata?: Record<string, string>;
 }
 
 /** The parameters of `request` that differ from those `earlier` was made with, by name. */
-export function differingParameters(earlier: Pick<TaskRow, 'session_id' | 'prompt' | 'agent_id' | 'agent_draft' | 'metadata'>, request: TaskRequestParameters): string[] {
+export function differingParameters(earlier: Pick<TaskRow, 'session_id' | 'prompt' | 'agent_id' | 'agent_version' | 'agent_draft' | 'metadata'>, request: TaskRequestParameters): string[] {
   const differing: string[] = [];
   if (earlier.prompt !== request.prompt) differing.push('prompt');
   if (request.agent_id !== undefined && earlier.agent_id !== request.agent_id) differing.push('agent_id');
-  if (earlier.agent_draft !== (request.agent_version === 'draft')) differing.push('agent_version');
+  const asked = request.agent_version;
+  if (earlier.agent_draft !== (asked === 'draft') || (typeof asked === 'number' && earlier.agent_version !== asked)) differing.push('agent_version');
   if (!sameMetadata(earlier.metadata ?? {}, request.metadata ?? {})) differing.push('metadata');
   return differing;
 }

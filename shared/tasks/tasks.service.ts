@@ -2,7 +2,7 @@ import type { Knex } from '../db/knex';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import type { Caller } from '../audit/actor';
-import type { AgentService } from '../agents/agents.service';
+import type { AgentService, AgentVersionChoice } from '../agents/agents.service';
 import type { ModelRegistry } from '../models/registry';
 import { recordAudit } from '../audit/audit.repository';
 import { invalidRequest, notFound } from '../errors';
@@ -29,7 +29,8 @@ import { sameRequestOrConflict } from './idempotency';
 export interface StartTaskInput {
   prompt: string;
   agent_id?: string;
-  agent_version?: 'draft' | 'published';
+  /** Default `published`; a number runs that published version (`AgentService.resolveForTask`). */
+  agent_version?: AgentVersionChoice;
   request_id?: string;
   metadata?: Record<string, string>;
 }
@@ -77,7 +78,7 @@ export class TasksService {
     if (!session || session.kind !== 'person') throw notFound(`No session ${sessionCode}`);
     // Before the agent is read: a session without a computer is refused whatever the agent.
     assertSessionTakesTask(session);
-    const agent = await this.deps.agents.resolveForTask(auth.orgId, input.agent_id ?? session.agent_id, input.agent_version === 'draft' ? 'draft' : 'published');
+    const agent = await this.deps.agents.resolveForTask(auth.orgId, input.agent_id ?? session.agent_id, input.agent_version ?? 'published');
     const { row } = await this.create({
       session,
       agent,

@@ -1,10 +1,10 @@
 import type { Knex } from '../db/knex';
 import type { Caller } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
-import { conflict, invalidRequest, notFound } from '../errors';
+import { ApiError, conflict, invalidRequest, notFound } from '../errors';
 import { newId } from '../ids';
 import type { Page, PageRequest } from '../pagination';
-import type { AgentService } from '../agents/agents.service';
+import type { AgentService, AgentVersionChoice } from '../agents/agents.service';
 import { osOfImage } from '../machines/machine-rows';
 import { findStartState, visibleImages } from '../start-states/start-states.repository';
 import { stateDisk } from '../start-states/start-state-rows';
@@ -40,7 +40,7 @@ export interface CreateTestRunInput {
   test_set_id?: string;
   test_case_ids?: string[];
   agent_id?: string;
-  agent_version?: number | 'draft';
+  agent_version?: AgentVersionChoice;
   repeat?: number;
   metadata?: Record<string, string>;
 }
@@ -132,7 +132,13 @@ export class TestRunsService {
 
   /** `runId` (the new run) against `withId` (the baseline), case by case. */
   async compare(orgId: string, runId: string, withId: string): Promise<Record<string, unknown>> {
-    const [current, baseline] = await Promise.all([this.get(orgId, runId), this.get(orgId, withId).catch(() => { throw invalidRequest(`with: no test run ${withId}`); })]);
+    // Both looked up at once, answered in one order: the run in the path first (404), then `with` (400), whichever finishes first.
+    const [own, other] = await Promise.allSettled([this.get(orgId, runId), this.get(orgId, withId)]);
+    if (own.status === 'rejected') throw own.reason;
+    if (other.status === 'rejected') {
+      throw other.reason instanceof ApiError && other.reason.status === 404 ? invalidRequest(`with: no test run ${withId}`) : other.reason;
+    }
+    const [current, baseline] = [own.value, other.value];
     const byCase = (summary: RunSummary) => new Map(summary.cases.map((item) => [item.test_case_id, item]));
     const now = byCase(current.summary);
     const before = byCase(baseline.summary);
@@ -161,16 +167,9 @@ export class TestRunsService {
     return { cases, summary: summarise(tallies) };
   }
 
+  /** The agent version the run tries: the same rule as a task's `agent_version` (`AgentService.resolveForTask`). */
   private async resolveAgent(orgId: string, input: CreateTestRunInput) {
-    const agentId = input.agent_id ?? 'default';
-    if (typeof input.agent_version === 'number') {
-      const agent = await this.deps.agents.resolveForTask(orgId, agentId, 'published');
-      if (agent.version !== input.agent_version) {
-        throw invalidRequest(`agent_version: ${agentId} is published at version ${agent.version}; a run runs the published version or "draft"`);
-      }
-      return agent;
-    }
-    return this.deps.agents.resolveForTask(orgId, agentId, input.agent_version === 'draft' ? 'draft' : 'published');
+    return this.deps.agents.resolveForTask(orgId, input.agent_id ?? 'default', input.agent_version ?? 'published');
   }
 
   /** The cases in order with their repeat and customer: the run's repeat, else the case's in the set, else the set's, else 1. */

@@ -185,8 +185,19 @@ describe('the console\'s tasks pages in a browser (Chromium)', function () {
       await page.goto(taskUrl(taskId));
       await page.getByRole('heading', { name: 'The agent asks' }).waitFor();
       expect(await page.locator('.pending-question').textContent()).to.equal('Which size?');
+      // Nothing is chosen until the person chooses: Send is refused, with a hint, until then.
+      const send = page.getByRole('button', { name: 'Send answer' });
+      expect(await page.locator('input[name="answer"]:checked').count(), 'no option preselected').to.equal(0);
+      expect(await send.isDisabled()).to.equal(true);
+      expect(await page.getByTestId('pending-hint').textContent()).to.equal('Choose an answer to send it.');
+      expect(await page.getByTestId('pending-hint').isVisible()).to.equal(true);
+      await page.locator('form.pending-form').evaluate((form: any) => form.requestSubmit());
+      expect(await page.locator('#pending-status').textContent(), 'a submit without a choice sends nothing').to.equal('');
+      expect((await service.api(key, 'GET', `/v1/tasks/${taskId}`)).body.pending).to.include({ type: 'question' });
       await page.getByLabel('M', { exact: true }).check();
-      await page.getByRole('button', { name: 'Send answer' }).click();
+      expect(await send.isEnabled()).to.equal(true);
+      expect(await page.getByTestId('pending-hint').isHidden()).to.equal(true);
+      await send.click();
       await page.getByText('Answer sent.').waitFor();
       await page.getByTestId('result').filter({ hasText: 'Noted size M' }).waitFor();
       expect(await page.getByTestId('status').textContent()).to.equal('completed');
@@ -368,6 +379,39 @@ describe('the console\'s tasks pages in a browser (Chromium)', function () {
       await page.waitForURL(taskUrl(taskId));
       expect(await page.getByTestId('result').textContent()).to.equal('Private result');
     });
+  });
+
+  it('has an icon: /favicon.ico is an SVG, cached, linked from the console\'s pages and the invite page, and loads under their policies', async () => {
+    const icon = await fetch(`${service.baseUrl}/favicon.ico`);
+    expect(icon.status).to.equal(200);
+    expect(icon.headers.get('content-type')).to.equal('image/svg+xml');
+    expect(icon.headers.get('cache-control')).to.equal('public, max-age=86400');
+    expect(icon.headers.get('x-content-type-options')).to.equal('nosniff');
+    const svg = await icon.text();
+    expect(svg).to.match(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    const asset = await fetch(`${service.baseUrl}/console/assets/favicon.svg`);
+    expect(asset.headers.get('content-type')).to.equal('image/svg+xml');
+    expect(await asset.text()).to.equal(svg);
+
+    /** The page's icon link, and whether an image of it loads under the page's own Content-Security-Policy. */
+    const iconOf = (page: Page) =>
+      page.evaluate(async () => {
+        const doc = (globalThis as any).document;
+        const link = doc.querySelector('link[rel="icon"]');
+        const image = doc.createElement('img');
+        const loaded = await new Promise<boolean>((resolve) => {
+          image.onload = () => resolve(true);
+          image.onerror = () => resolve(false);
+          image.src = link ? link.getAttribute('href') : '/favicon.ico';
+        });
+        return { href: link?.getAttribute('href') ?? null, type: link?.getAttribute('type') ?? null, loaded, width: image.naturalWidth as number };
+      });
+    const page = await signedInPage();
+    await page.goto(`${service.baseUrl}/console/tasks`);
+    expect(await iconOf(page)).to.deep.equal({ href: '/favicon.ico', type: 'image/svg+xml', loaded: true, width: 32 });
+    const { code } = (await service.api(key, 'POST', '/v1/sessions', {})).body;
+    await page.goto(`${service.baseUrl}/invite/${code}`);
+    expect(await iconOf(page)).to.deep.equal({ href: '/favicon.ico', type: 'image/svg+xml', loaded: true, width: 32 });
   });
 
   it('the list and the task page: axe finds nothing, nothing scrolls sideways at 390 px, nothing fetched from elsewhere', async () => {

@@ -106,7 +106,7 @@ describe('the invite page in a browser (Chromium)', function () {
     const session = await newSession({ agent_id: 'invite-helper', display_name: 'Acme Helper', greeting: 'Hi! I will set up your printer.' });
     const response = await page.goto(local(session.invite_url));
     expect(response?.status()).to.equal(200);
-    expect(response?.headers()['content-security-policy']).to.equal("default-src 'none'; style-src 'unsafe-inline'");
+    expect(response?.headers()['content-security-policy']).to.equal("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'");
 
     await page.getByTestId('code').waitFor({ state: 'visible' });
     expect(await page.getByTestId('greeting').innerText()).to.equal('Hi! I will set up your printer.');

@@ -372,4 +372,41 @@ describe('agent validation', () => {
       expect(response.body.error.message).to.equal('Request body is required (JSON)');
     });
   });
+
+  describe('guardrails.sites: the length is checked on what is stored (the host in its ASCII form)', () => {
+    // 95 é are 95 characters as sent, but their host is stored as xn--… of 101; 94 make exactly 100.
+    const longest = 'é'.repeat(94);
+    const tooLong = 'é'.repeat(95);
+    const stored = (host: string) => new URL(`http://${host}`).hostname;
+    const refusal = /^guardrails\.sites\.block\[1\] must be at most 100 characters as stored/;
+
+    it('POST /v1/agents: 400 naming the entry past 100 in ASCII form; the longest that fits is stored and reads back', async () => {
+      const create = (body: unknown) => service.api(key, 'POST', '/v1/agents', body);
+      await expectRefused({ agent_id: 'idn-sites-1', guardrails: { sites: { block: ['acme.com', tooLong] } } }, refusal, create);
+      expect((await service.api(key, 'GET', '/v1/agents/idn-sites-1')).status).to.equal(404);
+      const made = await create({ agent_id: 'idn-sites-2', guardrails: { sites: { block: ['acme.com', longest] } } });
+      expect(made.status, JSON.stringify(made.body)).to.equal(200);
+      expect(stored(longest)).to.have.length(100);
+      const read = await service.api(key, 'GET', '/v1/agents/idn-sites-2');
+      expect(read.status, JSON.stringify(read.body)).to.equal(200);
+      expect(read.body.guardrails.sites.block).to.deep.equal(['acme.com', stored(longest)]);
+    });
+
+    it('PATCH /v1/agents/{agent_id}: 400 naming the entry, nothing published; the agent still reads', async () => {
+      const before = (await service.api(key, 'GET', `/v1/agents/${agentId}`)).body;
+      await expectRefused({ guardrails: { sites: { block: ['acme.com', tooLong] } } }, refusal, (body) => service.api(key, 'PATCH', `/v1/agents/${agentId}`, body));
+      const after = await service.api(key, 'GET', `/v1/agents/${agentId}`);
+      expect(after.status).to.equal(200);
+      expect(after.body.version).to.equal(before.version);
+    });
+
+    it('PATCH /v1/agents/{agent_id}/draft: 400 naming the entry, the draft unchanged; also in allow', async () => {
+      const before = (await service.api(key, 'GET', `/v1/agents/${agentId}/draft`)).body;
+      await expectRefused({ guardrails: { sites: { block: ['acme.com', tooLong] } } }, refusal);
+      await expectRefused({ guardrails: { sites: { allow: [tooLong] } } }, /^guardrails\.sites\.allow\[0\] must be at most 100 characters as stored/);
+      const after = await service.api(key, 'GET', `/v1/agents/${agentId}/draft`);
+      expect(after.status).to.equal(200);
+      expect(after.body).to.deep.equal(before);
+    });
+  });
 });

@@ -35,7 +35,22 @@ describe('createTask: a task\'s limits and its session', () => {
   });
 
   describe('assertSessionTakesTask', () => {
-    const session = (status: 'waiting' | 'connected' | 'disconnected' | 'expired', kind: 'person' | 'machine' = 'person') => ({ code: 'K7QX-M2PD', org_id: 'org_1', status, kind });
+    const session = (status: 'waiting' | 'connected' | 'disconnected' | 'expired', kind: 'person' | 'machine' = 'person') => ({
+      code: 'K7QX-M2PD',
+      org_id: 'org_1',
+      status,
+      kind,
+      last_active_at: status === 'waiting' ? null : new Date('2026-11-20T09:30:00.000Z'),
+      expires_at: status === 'expired' ? new Date('2026-11-21T10:00:00.000Z') : null,
+    });
+    const refusal = (of: ReturnType<typeof session>): ApiError => {
+      try {
+        assertSessionTakesTask(of);
+      } catch (error) {
+        return error as ApiError;
+      }
+      throw new Error('the session took the task');
+    };
 
     it('lets a task start on a connected session of either kind', () => {
       expect(() => assertSessionTakesTask(session('connected'))).not.to.throw();
@@ -47,6 +62,20 @@ describe('createTask: a task\'s limits and its session', () => {
       for (const status of ['waiting', 'disconnected'] as const) {
         expect(() => assertSessionTakesTask(session(status, 'machine'))).to.throw(ApiError).with.property('code', 'not_connected');
       }
+    });
+
+    it('says a dropped session\'s computer is offline, and since when, rather than that it never paired', () => {
+      expect(refusal(session('disconnected')).message).to.equal(
+        'No computer is connected to session K7QX-M2PD: its computer has been offline since 2026-11-20T09:30:00.000Z; the person must open the app again to reconnect',
+      );
+      expect(refusal(session('disconnected', 'machine')).message).to.contain('offline since 2026-11-20T09:30:00.000Z');
+      expect(refusal(session('waiting')).message).to.equal('No computer is connected to session K7QX-M2PD: none has paired yet; the person must enter the code in the app first');
+    });
+
+    it('says an expired session expired, and when, rather than that there is no such session', () => {
+      const expired = refusal(session('expired'));
+      expect(expired).to.include({ status: 404, type: 'not_found' });
+      expect(expired.message).to.equal('Session K7QX-M2PD expired at 2026-11-21T10:00:00.000Z; its code no longer works and it takes no tasks. Create a new session for the person.');
     });
   });
 });

@@ -63,27 +63,45 @@ document.addEventListener('DOMContentLoaded', () => {
       // 409 already_answered: the person at the computer (or a timeout) was first; the API says who.
       tell(pendingStatus, error.message, true);
       for (const control of form.querySelectorAll('button, input, textarea')) control.disabled = false;
+      // The form decides again whether it can be sent (a question's Send waits for an answer).
+      form.dispatchEvent(new Event('change'));
     }
   }
 
   function questionForm(pending) {
     const form = el('form', { class: 'stack pending-form', 'aria-labelledby': 'pending-heading' }, el('h3', { id: 'pending-heading' }, 'The agent asks'), el('p', { class: 'pending-question' }, pending.question));
+    // Nothing is chosen until the person chooses: a preselected option would be sent by a quick
+    // Send as if it were the team's answer. Send stays disabled, with a hint, until then.
     let read;
-    if (pending.options.length > 0) {
-      const choices = pending.options.map((option, index) =>
-        el('label', { class: 'pending-option' }, el('input', { type: 'radio', name: 'answer', value: option, required: true, checked: index === 0 }), ' ', option),
+    const choosing = pending.options.length > 0;
+    if (choosing) {
+      const choices = pending.options.map((option) =>
+        el('label', { class: 'pending-option' }, el('input', { type: 'radio', name: 'answer', value: option, required: true }), ' ', option),
       );
       form.append(el('fieldset', { class: 'stack' }, el('legend', {}, 'Answer'), choices));
-      read = () => form.querySelector('input[name="answer"]:checked').value;
+      read = () => {
+        const checked = form.querySelector('input[name="answer"]:checked');
+        return checked ? checked.value : '';
+      };
     } else {
       const input = el('input', { id: 'pending-answer', name: 'answer', required: true, autocomplete: 'off' });
       form.append(el('label', { for: 'pending-answer' }, 'Answer'), input);
-      read = () => input.value;
+      read = () => input.value.trim();
     }
     if (pending.customer_can_answer) form.append(el('p', { class: 'note' }, 'The person at the computer can answer too; the first answer counts.'));
-    form.append(el('div', { class: 'row' }, el('button', { type: 'submit', class: 'primary' }, 'Send answer')));
+    const hint = el('p', { id: 'pending-hint', class: 'note', 'data-testid': 'pending-hint' }, choosing ? 'Choose an answer to send it.' : 'Type an answer to send it.');
+    const send = el('button', { type: 'submit', class: 'primary', disabled: true, 'aria-describedby': 'pending-hint' }, 'Send answer');
+    form.append(hint, el('div', { class: 'row' }, send));
+    const update = () => {
+      const ready = read() !== '';
+      send.disabled = !ready;
+      hint.hidden = ready;
+    };
+    form.addEventListener('input', update);
+    form.addEventListener('change', update);
     form.addEventListener('submit', (event) => {
       event.preventDefault();
+      if (read() === '') return update();
       respond(form, { question_id: pending.question_id, answer: read() });
     });
     return form;
