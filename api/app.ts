@@ -50,7 +50,7 @@ export function allRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       response: Type.Object({ openapi: Type.String() }, { additionalProperties: true }),
       errors: [],
-      handler: async () => (document ??= buildOpenApiDocument(routes, container.config.baseUrl)) as { openapi: string },
+      handler: async () => (document ??= buildOpenApiDocument(routes, container.config.baseUrl, { rateLimitPerHour: container.config.rateLimitPerHour })) as { openapi: string },
     }),
   );
   return routes;

@@ -4,48 +4,70 @@ import { LegacyErrorSchema } from './schemas/legacy.schemas';
 import { isLegacyPath, legacySecurity } from './legacy-paths';
 import { ComponentRegistry, type JsonSchema } from './openapi-components';
 import { exampleOf } from './openapi-examples';
-import { errorExample, idempotencyConflictExample } from './openapi-error-examples';
+import { errorBody, operationErrors, UNAVAILABLE_ERROR, type DocumentedError, type ErrorDocumentOptions } from './openapi-error-examples';
+import { ERROR_TYPE_OF_STATUS } from './route-errors';
 
+/** What each status means; each response adds the codes the operation answers with it. */
 const STATUS_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid field (invalid_request).',
-  401: 'API key missing, malformed, wrong or revoked (authentication).',
-  402: 'The plan does not allow this (payment_required).',
-  403: 'The role cannot do this (permission).',
-  404: 'No such object in this org, or no such route (not_found).',
+  401: 'Credentials missing, malformed, wrong or revoked (authentication).',
+  402: 'The plan or the balance does not cover this (payment_required).',
+  403: 'The caller may not do this (permission).',
+  404: 'No such object in this org (not_found).',
   409: 'Conflicts with the current state (conflict).',
   413: 'Request body too large (invalid_request).',
-  429: 'Too many requests (rate_limit); on a task start, the plan\'s tasks at once are taken (concurrency_limit).',
+  429: 'Too many requests (rate_limit).',
   500: 'Service-side failure; retry with backoff (server_error).',
-  503: 'The model cannot run on this server (model_unavailable).',
+  503: 'Not available now or on this server (server_error).',
 };
-
-/** An operation's own 503, where it is not the model's (see `STATUS_TEXT`). */
-const OWN_503_TEXT: Record<string, string> = {
-  readyz: 'Not ready: PostgreSQL or Redis is unreachable (server_error, not_ready; `checks` says which).',
-};
-
-/**
- * Operations that touch neither PostgreSQL nor Redis, so never answer 503 `unavailable`
- * (`/readyz` reports their state as its own 503 `not_ready`). Every other operation reads
- * PostgreSQL (an API key, a session token, a row) or Redis, and may.
- */
-const WITHOUT_BACKING_SERVICES = new Set(['healthz', 'readyz', 'openapi', 'index', 'docsPage', 'docsAsset']);
 
 const UNAVAILABLE_TEXT =
   'PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md).';
 
-/** The 503 `unavailable` every operation that uses PostgreSQL or Redis may answer (api/middleware/errors.ts), declared once. */
-function unavailableResponse(errorSchema: string, ownText?: string): Record<string, unknown> {
+const RETRY_AFTER_HEADER = { 'Retry-After': { description: 'Seconds to wait before retrying (5).', schema: { type: 'integer', minimum: 1 } } };
+
+/** The 503 `unavailable` every operation that uses PostgreSQL or Redis may answer (api/middleware/errors.ts), declared once in components.responses. */
+function unavailableResponse(legacy: boolean): Record<string, unknown> {
+  const schema = legacy ? '#/components/schemas/LegacyError' : '#/components/schemas/Error';
   return {
-    description: ownText ? `${ownText} Or: ${UNAVAILABLE_TEXT}` : UNAVAILABLE_TEXT,
-    headers: { 'Retry-After': { description: 'Seconds to wait before retrying (5).', schema: { type: 'integer', minimum: 1 } } },
-    content: { 'application/json': { schema: { $ref: errorSchema }, example: errorExample(503, errorSchema.endsWith('LegacyError')) } },
+    description: UNAVAILABLE_TEXT,
+    headers: RETRY_AFTER_HEADER,
+    content: { 'application/json': { schema: { $ref: schema }, example: errorBody(UNAVAILABLE_ERROR as DocumentedError & { example: string }, legacy) } },
   };
 }
 
-const IDEMPOTENCY_CONFLICT_TEXT = 'The Idempotency-Key was already used with another request (conflict, idempotency_conflict).';
+/**
+ * The responses of one status: its meaning and codes, and one example per error the operation
+ * answers with it (`examples`, named by code), JSON or, for a page, HTML.
+ */
+function errorResponse(status: number, errors: DocumentedError[], legacy: boolean): Record<string, unknown> {
+  const schema = legacy ? '#/components/schemas/LegacyError' : '#/components/schemas/Error';
+  const codes = [...new Set(errors.flatMap((error) => (error.code ? [error.code] : [])))];
+  const html = errors.filter((error) => error.html);
+  const json = errors.filter((error) => !error.html);
+  const unavailableToo = json.some((error) => error === UNAVAILABLE_ERROR);
+  const description = [
+    STATUS_TEXT[status] ?? 'Error.',
+    codes.length > 0 ? `Codes: ${codes.map((code) => `\`${code}\``).join(', ')}.` : '',
+    html.length > 0 ? 'An HTML page, as the operation\'s own answer is.' : '',
+    unavailableToo ? `Or: ${UNAVAILABLE_TEXT}` : '',
+  ].filter(Boolean).join(' ');
+  const content: Record<string, unknown> = {};
+  if (json.length > 0) {
+    const examples: Record<string, unknown> = {};
+    for (const error of json) {
+      if (error.example === undefined) continue;
+      const base = error.code ?? ERROR_TYPE_OF_STATUS[status] ?? 'error';
+      let name = base;
+      for (let n = 2; name in examples; n++) name = `${base}_${n}`;
+      examples[name] = { summary: error.example, value: errorBody(error as DocumentedError & { example: string }, legacy) };
+    }
+    content['application/json'] = { schema: { $ref: schema }, ...(Object.keys(examples).length > 0 ? { examples } : {}) };
+  }
+  if (html.length > 0) content['text/html'] = { schema: { type: 'string' }, example: html[0]!.example };
+  return { description, ...(unavailableToo ? { headers: RETRY_AFTER_HEADER } : {}), content };
+}
 
-/** The `Idempotency-Key` header of the creates (`idempotent` routes), declared once in components.parameters. */
 const IDEMPOTENCY_KEY_PARAMETER = {
   name: 'Idempotency-Key',
   in: 'header',
@@ -97,10 +119,7 @@ function jsonContent(registry: ComponentRegistry, schema: unknown): Record<strin
   return { 'application/json': { schema: referenced, ...(example !== undefined ? { example } : {}) } };
 }
 
-/**
- * The OpenAPI 3.1 document of every route, built from the same schemas that validate requests.
- * Every schema titled in api/schemas/ is a named component, referenced where it is used.
- */
+/** What a route's role means, said in its description when the description does not say it. */
 const ROLE_TEXT = {
   admin: 'Needs the admin role or an API key (a member gets 403 `permission`).',
   owner: 'Needs the owner role: API keys and admins get 403 `permission`.',
@@ -112,7 +131,13 @@ function describeOperation(route: RouteSpec): string {
   return route.role && !/\brole\b/.test(own) ? `${own} ${ROLE_TEXT[route.role]}`.trim() : own;
 }
 
-export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Record<string, unknown> {
+/**
+ * The OpenAPI 3.1 document of every route, built from the same schemas that validate requests
+ * (every schema titled in api/schemas/ is a named component, referenced where it is used), with
+ * each operation's own errors (api/openapi-error-examples.ts). `options` says what this
+ * server answers that its config decides (the rate limit).
+ */
+export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string, options: ErrorDocumentOptions): Record<string, unknown> {
   const registry = new ComponentRegistry();
   registry.register(ErrorSchema);
   registry.register(LegacyErrorSchema);
@@ -127,32 +152,15 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
     if (route.idempotent === true) (responses['200'] as Record<string, unknown>).headers = { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER };
     // The older session-token API authenticates in its handlers and answers errors in its own shape.
     const legacy = isLegacyPath(route.path);
-    const errorSchema = legacy ? '#/components/schemas/LegacyError' : '#/components/schemas/Error';
-    const statuses = new Set<number>([...route.errors, 500]);
-    if (route.auth === 'api_key' || legacy) {
-      statuses.add(401);
-      statuses.add(429);
-    }
-    if (route.body || route.query || route.params) statuses.add(400);
-    if (route.role) statuses.add(403);
-    if (route.idempotent) statuses.add(409);
-    const unavailable = !WITHOUT_BACKING_SERVICES.has(route.operationId);
-    if (unavailable) statuses.add(503);
-    const own503 = OWN_503_TEXT[route.operationId] ?? STATUS_TEXT[503]!;
-    for (const status of [...statuses].sort()) {
-      if (status === 503 && unavailable) {
-        // One declaration in components.responses, unless the operation has a 503 of its own too.
-        responses['503'] = route.errors.includes(503)
-          ? unavailableResponse(errorSchema, own503)
-          : { $ref: legacy ? '#/components/responses/LegacyUnavailable' : '#/components/responses/Unavailable' };
-        continue;
-      }
-      // A create's 409 when its own errors have none: an Idempotency-Key reused with another request.
-      const keyConflict = status === 409 && route.idempotent && !route.errors.includes(409);
-      responses[String(status)] = {
-        description: keyConflict ? IDEMPOTENCY_CONFLICT_TEXT : status === 503 ? own503 : STATUS_TEXT[status] ?? 'Error',
-        content: { 'application/json': { schema: { $ref: errorSchema }, example: keyConflict ? idempotencyConflictExample() : errorExample(status, legacy) } },
-      };
+    const errors = operationErrors(route, options);
+    const statuses = [...new Set(errors.map((error) => error.status))].sort((a, b) => a - b);
+    for (const status of statuses) {
+      const ofStatus = errors.filter((error) => error.status === status);
+      // 503 `unavailable` alone: one declaration in components.responses.
+      const onlyUnavailable = ofStatus.length === 1 && ofStatus[0] === UNAVAILABLE_ERROR;
+      responses[String(status)] = onlyUnavailable
+        ? { $ref: legacy ? '#/components/responses/LegacyUnavailable' : '#/components/responses/Unavailable' }
+        : errorResponse(status, ofStatus, legacy);
     }
     const operation: Record<string, unknown> = {
       operationId: route.operationId,
@@ -182,8 +190,8 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string): Re
       schemas: sortedByName(registry.schemas),
       parameters: { IdempotencyKey: IDEMPOTENCY_KEY_PARAMETER },
       responses: {
-        Unavailable: unavailableResponse('#/components/schemas/Error'),
-        LegacyUnavailable: unavailableResponse('#/components/schemas/LegacyError'),
+        Unavailable: unavailableResponse(false),
+        LegacyUnavailable: unavailableResponse(true),
       },
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An org API key: Authorization: Bearer dh_live_… (dh_test_… in development).' },

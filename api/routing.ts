@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import Router from '@koa/router';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { Static, TObject, TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
 import { ApiError, invalidRequest } from '../shared/errors';
 import { PG_INTEGER_MAX } from '../shared/pagination';
 import { unstorableValueAt } from '../shared/validation/storable';
@@ -10,6 +10,7 @@ import { requireRole, type AuthContext } from '../shared/auth/roles';
 import type { Credentials } from './authenticate';
 import type { Logger } from '../shared/logger';
 import type { RequestState } from './middleware/request-state';
+import type { RouteError } from './route-errors';
 import { HUNG_UP, hangUpSignal } from './hang-ups';
 import { closestName, formatHint } from './schema-error-hints';
 import { idempotencyKeyHeader, type IdempotencyService } from '../shared/idempotency/idempotency.service';
@@ -72,8 +73,15 @@ interface RouteDeclaration<P extends TObject | undefined, Q extends TObject | un
   bodyLimitBytes?: number;
   /** 200 response schema, or a non-JSON content type the handler writes itself. */
   response: R | { contentType: string; description: string };
-  /** Error statuses the route can answer besides 401/429/500, for the document. */
-  errors: number[];
+  /**
+   * The errors the route's own work answers (its not-founds, conflicts, refusals), each with its
+   * code and a message it really gives (api/route-errors.ts). Those every route of its kind
+   * answers are added in the document from the route's shape (api/openapi.ts): 400 for malformed
+   * input, 401 and 429 with an API key, 403 with a `role`, 409 `idempotency_conflict` when
+   * `idempotent: true`, 413 when it reads a body, 500, and 503 `unavailable`. A bare status is
+   * the older form, documented without a message of its own, until the route lists its errors.
+   */
+  errors: ReadonlyArray<RouteError | number>;
   /**
    * A create that takes an `Idempotency-Key` header (shown in the document, with its 409).
    * `true`: the first answer is kept per org, operation and key (shared/idempotency) and given
@@ -271,6 +279,55 @@ function check(validate: ValidateFunction | null, value: unknown, where: 'body' 
   throw invalidRequest(`${fieldName(where, { instancePath: at } as ErrorObject)} must not contain a NUL character (\\u0000) or an unpaired surrogate`);
 }
 
+/** `prompt` → `promt`: a name with its last-but-one letter dropped, as a hand types it. */
+function misspelt(name: string): string {
+  return name.length > 2 ? name.slice(0, -2) + name.slice(-1) : `${name}${name}`;
+}
+
+/**
+ * The message `route` answers a malformed request with, made by its own validators (the
+ * document's 400 example, api/openapi.ts): a misspelt body field, else a misspelt query
+ * parameter, else an integer path parameter written `01`, else a path parameter holding a NUL;
+ * else, for a route that reads a body, a body that is not JSON. Null when none applies.
+ */
+export function invalidInputExample(route: RouteSpec): string | null {
+  const refusal = (validate: () => void): string | null => {
+    try {
+      validate();
+      return null;
+    } catch (error) {
+      return error instanceof ApiError ? error.message : null;
+    }
+  };
+  const firstName = (schema: TSchema | undefined) => Object.keys((schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {})[0];
+  const candidates: Array<() => string | null> = [
+    () => {
+      const name = firstName(route.body);
+      return name === undefined ? null : refusal(() => check(compile(bodyAjv, route.body), { [misspelt(name)]: 'x' }, 'body'));
+    },
+    () => {
+      const name = firstName(route.query);
+      return name === undefined ? null : refusal(() => check(compile(queryAjv, route.query), { [misspelt(name)]: 'x' }, 'query'));
+    },
+    () => {
+      const name = integerProperties(route.params)[0];
+      return name === undefined ? null : refusal(() => checkIntegerSpelling([name], { [name]: '01' }, 'path'));
+    },
+    () => {
+      const name = firstName(route.params);
+      if (name === undefined) return null;
+      const schema = (route.params!.properties as Record<string, TSchema>)[name]!;
+      return refusal(() => check(compile(queryAjv, Type.Object({ [name]: schema })), { [name]: 'x\u0000' }, 'path'));
+    },
+    () => (route.method === 'post' || route.method === 'put' || route.method === 'patch' ? 'Content-Type must be application/json' : null),
+  ];
+  for (const candidate of candidates) {
+    const message = candidate();
+    if (message !== null) return message;
+  }
+  return null;
+}
+
 /** What a Koa request offers to prove who it is (api/authenticate.ts). */
 export function credentialsOf(ctx: Context): Credentials {
   return {
@@ -303,14 +360,41 @@ export interface CompiledRoute {
   checkResponse(result: unknown): void;
 }
 
+/** The one spelling of an integer in a path or query: decimal digits, no sign but `-`, no leading zero, no point (`01`, `+1`, `1.0`, `0x10` are not). */
+const CANONICAL_INTEGER = /^-?(0|[1-9][0-9]*)$/;
+
+/** The names of `schema`'s properties that are integers (or integers or null). */
+function integerProperties(schema: TObject | undefined): string[] {
+  const isInteger = (node: unknown): boolean => {
+    const record = node as { type?: unknown; anyOf?: unknown[] };
+    return record.type === 'integer' || (Array.isArray(record.anyOf) && record.anyOf.some(isInteger));
+  };
+  return Object.entries(schema?.properties ?? {}).filter(([, property]) => isInteger(property)).map(([name]) => name);
+}
+
+/**
+ * Refuses an integer of a path or query written any other way than its one spelling: the
+ * validator coerces text with `Number()`, which would read `0x10` as 16 and `1.0` as 1.
+ */
+function checkIntegerSpelling(names: readonly string[], values: Record<string, unknown>, where: 'path' | 'query'): void {
+  for (const name of names) {
+    const value = values[name];
+    if (typeof value === 'string' && !CANONICAL_INTEGER.test(value)) throw invalidRequest(`${where} parameter ${name} must be an integer`);
+  }
+}
+
 export function compileRoute(route: RouteSpec, validateResponses: boolean): CompiledRoute {
   const validateParams = compile(queryAjv, route.params);
   const validateQuery = compile(queryAjv, route.query);
+  const integerParams = integerProperties(route.params);
+  const integerQuery = integerProperties(route.query);
   const validateResponse = validateResponses && !('contentType' in route.response) ? responseAjv.compile(route.response) : null;
   return {
     route,
     input(params, query) {
+      checkIntegerSpelling(integerParams, params, 'path');
       check(validateParams, params, 'path');
+      checkIntegerSpelling(integerQuery, query, 'query');
       check(validateQuery, query, 'query');
       return { params, query };
     },

@@ -26,5 +26,5 @@ export async function sdkTypesOf(document: Record<string, unknown>): Promise<str
 
 /** The document this code serves at /openapi.json, built in-process from the routes. */
 export function servedDocument(container: Container): Record<string, unknown> {
-  return buildOpenApiDocument(allRoutes(container), container.config.baseUrl);
+  return buildOpenApiDocument(allRoutes(container), container.config.baseUrl, { rateLimitPerHour: container.config.rateLimitPerHour });
 }

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
+import { conflict, ERRORS, notFound } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import {
@@ -39,7 +40,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       body: CreateAgentBody,
       response: AgentSchema,
-      errors: [409],
+      errors: [conflict(undefined, 'Agent support-bot already exists')],
       idempotent: true,
       handler: async ({ auth, body, requestId }) => agents.create(auth.orgId, body, { actor: auth.actor, requestId }),
     }),
@@ -67,7 +68,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: AgentIdParams,
       response: AgentSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent],
       handler: async ({ auth, params }) => agents.get(auth.orgId, params.agent_id),
     }),
     defineRoute({
@@ -83,7 +84,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       params: AgentIdParams,
       body: PatchAgentBody,
       response: AgentSchema,
-      errors: [404, 409],
+      errors: [ERRORS.noAgent, conflict('default_agent_required', "Agent support-bot is the org's default agent; make another agent the default (is_default: true on it) instead")],
       handler: async ({ auth, params, body, requestId }) => agents.patch(auth.orgId, params.agent_id, body, { actor: auth.actor, requestId }),
     }),
     defineRoute({
@@ -97,7 +98,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: AgentIdParams,
       response: AgentDraftSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent],
       handler: async ({ auth, params }) => agents.getDraft(auth.orgId, params.agent_id),
     }),
     defineRoute({
@@ -112,7 +113,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       params: AgentIdParams,
       body: DraftBody,
       response: AgentDraftSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent],
       handler: async ({ auth, params, body, requestId }) =>
         agents.saveDraft(auth.orgId, params.agent_id, body, { actor: auth.actor, requestId }),
     }),
@@ -128,7 +129,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: AgentIdParams,
       response: PublishedAgentSchema,
-      errors: [404, 409],
+      errors: [ERRORS.noAgent, conflict('no_draft', 'Agent support-bot has no draft to publish')],
       idempotent: true,
       handler: async ({ auth, params, requestId }) => agents.publishDraft(auth.orgId, params.agent_id, { actor: auth.actor, requestId }),
     }),
@@ -142,7 +143,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: AgentIdParams,
       response: AgentDraftSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent],
       handler: async ({ auth, params, requestId }) => agents.discardDraft(auth.orgId, params.agent_id, { actor: auth.actor, requestId }),
     }),
     defineRoute({
@@ -157,7 +158,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       params: AgentIdParams,
       query: Type.Object({ ...PageQuery }, { additionalProperties: false }),
       response: ListOf(AgentVersionSchema),
-      errors: [404],
+      errors: [ERRORS.noAgent],
       handler: async ({ auth, params, query }) =>
         agents.listVersions(auth.orgId, params.agent_id, { limit: query.limit ?? 20, cursor: query.cursor ?? null }),
     }),
@@ -172,7 +173,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: VersionParams,
       response: AgentVersionSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent, notFound('Agent support-bot has no version 7')],
       handler: async ({ auth, params }) => agents.getVersion(auth.orgId, params.agent_id, params.version),
     }),
     defineRoute({
@@ -187,7 +188,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: VersionParams,
       response: AgentDraftSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent, notFound('Agent support-bot has no version 7')],
       handler: async ({ auth, params, requestId }) =>
         agents.restoreVersion(auth.orgId, params.agent_id, params.version, { actor: auth.actor, requestId }),
     }),
@@ -203,7 +204,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       params: AgentIdParams,
       query: FileListQuery,
       response: ListOf(AgentFileSchema),
-      errors: [404],
+      errors: [ERRORS.noAgent],
       handler: async ({ auth, params, query }) => ({
         data: await agentFiles.list(auth.orgId, params.agent_id, { folder: query.folder ?? null }),
         has_more: false,
@@ -221,7 +222,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: FilePathParams,
       response: AgentFileWithContentSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent, notFound('Agent support-bot has no file notes/plan.md')],
       handler: async ({ auth, params }) => agentFiles.read(auth.orgId, params.agent_id, params.path),
     }),
     defineRoute({
@@ -237,7 +238,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       params: FilePathParams,
       body: WriteFileBody,
       response: WrittenAgentFileSchema,
-      errors: [404, 409],
+      errors: [ERRORS.noAgent, conflict('file_store_full', 'Agent support-bot already holds 1000 files, the most it can')],
       handler: async ({ auth, params, body, requestId }) =>
         agentFiles.write(auth.orgId, params.agent_id, params.path, body.content, { kind: 'team', actor: auth.actor, requestId }),
     }),
@@ -252,7 +253,7 @@ export function agentRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: FilePathParams,
       response: AgentFileSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent, notFound('Agent support-bot has no file notes/plan.md')],
       handler: async ({ auth, params, requestId }) =>
         agentFiles.delete(auth.orgId, params.agent_id, params.path, { kind: 'team', actor: auth.actor, requestId }),
     }),

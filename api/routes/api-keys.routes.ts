@@ -1,4 +1,5 @@
 import type { Container } from '../../shared/container';
+import { notFound } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf } from '../schemas/common.schemas';
 import { ApiKeyParams, ApiKeySchema, CreateApiKeyBody, CreatedApiKeySchema } from '../schemas/api-keys.schemas';
@@ -38,7 +39,7 @@ export function apiKeyRoutes(container: Container): RouteSpec[] {
       body: CreateApiKeyBody,
       idempotent: true,
       response: CreatedApiKeySchema,
-      errors: [400],
+      errors: [],
       handler: async ({ auth, body, requestId }) => {
         const { apiKey, secret } = await apiKeys.createForOrg(auth.orgId, body.name.trim(), { actor: auth.actor, requestId });
         return { ...apiKey, key: secret };
@@ -57,7 +58,7 @@ export function apiKeyRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: ApiKeyParams,
       response: ApiKeySchema,
-      errors: [404],
+      errors: [notFound('No API key key_5c3k9xq7m2')],
       handler: async ({ auth, params, requestId }) => apiKeys.revoke(params.key_id, auth.actor, { orgId: auth.orgId, requestId }),
     }),
   ];

@@ -1,6 +1,7 @@
 import type { Container } from '../../shared/container';
 import type { LedgerKind } from '../../shared/billing/billing.repository';
 import { invalidRequest } from '../../shared/errors';
+import { conflict, ERRORS, invalidInput, notFound, paymentRequired, permission } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { rawBodyOf } from '../middleware/json-body';
 import { ListOf } from '../schemas/common.schemas';
@@ -68,7 +69,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       role: 'owner',
       body: PlanChangeBody,
       response: PlanSchema,
-      errors: [403, 404],
+      errors: [permission(undefined, 'The Enterprise plan is set up by us on request, not chosen here'), notFound('No plan team-plus; GET /v1/plans lists them')],
       handler: async ({ auth, body, requestId }) => billing.setPlan(auth.orgId, body.plan_id, { orgId: auth.orgId, actor: auth.actor, requestId }),
     }),
     defineRoute({
@@ -81,7 +82,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       role: 'admin',
       response: BillingAccountSchema,
-      errors: [403],
+      errors: [],
       handler: async ({ auth }) => billing.account(auth.orgId),
     }),
     defineRoute({
@@ -96,7 +97,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       body: BillingSettingsBody,
       response: BillingAccountSchema,
-      errors: [403, 409, 503],
+      errors: [invalidInput('amount_cents (20000) must not be more than monthly_limit_cents (10000)'), conflict('no_card', 'Save a card first (POST /v1/billing/card): auto top-ups charge it'), ERRORS.paymentsOff],
       handler: async ({ auth, body, requestId }) => billing.updateSettings(auth.orgId, body.auto_topup, { orgId: auth.orgId, actor: auth.actor, requestId }),
     }),
     defineRoute({
@@ -110,7 +111,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       role: 'admin',
       response: CardSetupSchema,
-      errors: [403, 503],
+      errors: [ERRORS.paymentsOff],
       handler: async ({ auth, requestId }) => billing.startCardSetup(auth.orgId, { orgId: auth.orgId, actor: auth.actor, requestId }),
     }),
     defineRoute({
@@ -125,7 +126,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       body: TopUpBody,
       response: LedgerEntrySchema,
-      errors: [402, 403, 409, 503],
+      errors: [paymentRequired('card_needs_attention', 'The card was declined (insufficient funds); update the card (POST /v1/billing/card) and try again'), ERRORS.noCard, ERRORS.paymentsOff],
       handler: async ({ auth, body, requestId }) => billing.topUp(auth.orgId, body.amount_cents, { orgId: auth.orgId, actor: auth.actor, requestId }, requestId),
     }),
     defineRoute({
@@ -140,7 +141,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       query: LedgerQuery,
       response: ListOf(LedgerEntrySchema),
-      errors: [403],
+      errors: [],
       handler: async ({ auth, query }) => {
         const kinds = query.kind ? (LEDGER_FILTERS[query.kind] ?? [query.kind as LedgerKind]) : null;
         return billing.ledger(auth.orgId, kinds, { limit: query.limit ?? 20, cursor: query.cursor ?? null });
@@ -152,11 +153,11 @@ export function billingRoutes(container: Container): RouteSpec[] {
       operationId: 'receivePaymentProviderWebhook',
       summary: 'The payment provider\'s webhooks (Stripe), verified by their signature',
       description:
-        'Where Stripe sends events (configure this URL and put its signing secret in STRIPE_WEBHOOK_SECRET). The `Stripe-Signature` header is verified on the raw body with Stripe\'s own scheme; a bad or missing one is a 400. Handled once per event id: `payment_intent.succeeded` credits a top-up, `payment_intent.payment_failed` marks the card as needing attention, `setup_intent.succeeded` and `payment_method.attached` save the card (fine again). No API key.',
+        'Where Stripe sends events (configure this URL and put its signing secret in STRIPE_WEBHOOK_SECRET). The `Stripe-Signature` header is verified on the raw body with Stripe\'s own scheme; a bad or missing one is a 400. On a server without a payment provider (STRIPE_SECRET_KEY unset) every webhook with a body is 503 `payments_unavailable`. Handled once per event id: `payment_intent.succeeded` credits a top-up, `payment_intent.payment_failed` marks the card as needing attention, `setup_intent.succeeded` and `payment_method.attached` save the card (fine again). No API key.',
       tag: TAG,
       auth: 'none',
       response: WebhookReceiptSchema,
-      errors: [400, 503],
+      errors: [invalidInput('The webhook has no JSON body'), invalidInput("The webhook's signature does not verify: No signatures found matching the expected signature for payload"), ERRORS.paymentsOff],
       handler: async ({ ctx }) => {
         const raw = rawBodyOf(ctx);
         if (!raw) throw invalidRequest('The webhook has no JSON body');

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
 import { notFound } from '../../shared/errors';
+import { notFound as notFoundError } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 
 /**
@@ -118,7 +119,7 @@ export function docsRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       params: Type.Object({ file: Type.String({ minLength: 1, maxLength: 100, description: 'swagger-ui-bundle.js, swagger-ui.css or start.js.' }) }),
       response: { contentType: 'application/javascript', description: 'The file (text/css for the stylesheet)' },
-      errors: [404],
+      errors: [notFoundError('No asset swagger-ui.min.js')],
       handler: async ({ params, ctx }) => {
         const asset = Object.hasOwn(ASSETS, params.file) ? ASSETS[params.file] : undefined;
         if (!asset) throw notFound(`No asset ${params.file}`);

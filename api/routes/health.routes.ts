@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
 import { ApiError } from '../../shared/errors';
+import { unavailable } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 
 const Health = Type.Object(
@@ -48,7 +49,7 @@ export function healthRoutes(container: Container): RouteSpec[] {
       tag: 'Health',
       auth: 'none',
       response: Health,
-      errors: [503],
+      errors: [unavailable('not_ready', 'Not ready: a backing service is unreachable')],
       handler: async ({ ctx }) => {
         const [database, redis] = await Promise.allSettled([
           within(2000, container.db.raw('select 1')),

@@ -4,6 +4,7 @@ import { SessionTokenAuth } from '../../shared/sessions/session-token-auth';
 import { LegacyTasksService } from '../../shared/legacy/legacy-tasks.service';
 import { FollowerGone } from '../../shared/tasks/task-followers';
 import { HUNG_UP, hangUpSignal } from '../hang-ups';
+import { ERRORS, unauthenticated } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import {
   LegacyHealthQuery,
@@ -41,7 +42,16 @@ export function legacyRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       body: LegacyStartBody,
       response: LegacyTaskSchema,
-      errors: [402, 404, 409, 503],
+      errors: [
+        ERRORS.missingSessionToken,
+        ERRORS.noSession,
+        ERRORS.notConnected,
+        ERRORS.taskRunning,
+        ERRORS.requestIdInUse,
+        ERRORS.insufficientBalance, ERRORS.autoTopUpLimit, ERRORS.cardNeedsAttention,
+        ERRORS.concurrencyLimit,
+        ERRORS.modelUnavailable,
+      ],
       handler: async ({ ctx, body, requestId }) => legacy.start(await caller(ctx, body.code), body, requestId),
     }),
     defineRoute({
@@ -54,7 +64,7 @@ export function legacyRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       body: LegacyWaitBody,
       response: LegacyTaskSchema,
-      errors: [404, 409],
+      errors: [ERRORS.missingSessionToken, ERRORS.noSession, ERRORS.noTask, ERRORS.noQuestion, ERRORS.alreadyAnswered, ERRORS.notPending],
       handler: async ({ ctx, body, requestId }) => {
         // A caller that hangs up stops waiting at once, as on /v1's long poll: nothing is written.
         const signal = hangUpSignal(ctx.res);
@@ -77,7 +87,7 @@ export function legacyRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       body: LegacyIdBody,
       response: LegacyTaskSchema,
-      errors: [404],
+      errors: [ERRORS.missingSessionToken, ERRORS.noSession, ERRORS.noTask],
       handler: async ({ ctx, body, requestId }) => legacy.stop(await caller(ctx, body.code), body.id, requestId),
     }),
     defineRoute({
@@ -90,7 +100,7 @@ export function legacyRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       body: LegacyTasksBody,
       response: LegacyTaskListSchema,
-      errors: [404],
+      errors: [ERRORS.missingSessionToken, ERRORS.noSession],
       handler: async ({ ctx, body }) => legacy.list(await caller(ctx, body.code)),
     }),
     defineRoute({
@@ -103,7 +113,7 @@ export function legacyRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       body: LegacyIdBody,
       response: LegacyTraceSchema,
-      errors: [404],
+      errors: [ERRORS.missingSessionToken, ERRORS.noSession, ERRORS.noTask],
       handler: async ({ ctx, body }) => legacy.trace(await caller(ctx, body.code), body.id),
     }),
     defineRoute({
@@ -117,7 +127,7 @@ export function legacyRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       query: LegacyHealthQuery,
       response: LegacyHealthSchema,
-      errors: [404],
+      errors: [unauthenticated('Invalid session token'), ERRORS.noSession],
       handler: async ({ ctx, query }) => {
         const found = await sessionAuth.authenticateOptional(ctx.get('authorization') || undefined, query.code);
         if (!found) return { status: 'ok' as const };

@@ -2,10 +2,12 @@ import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
 import { forbidden } from '../../shared/errors';
 import { defineRoute, type RouteSpec } from '../routing';
+import { conflict, invalidInput, notFound, permission } from '../route-errors';
 import { ListOf } from '../schemas/common.schemas';
 import { ChangeRoleBody, InvitationParams, InvitationSchema, InviteMemberBody, MemberParams, MemberSchema, NewInvitationSchema, SetPasswordBody } from '../schemas/members.schemas';
 
 const TAG = 'Members';
+const LAST_OWNER = 'The org must keep at least one owner: make someone else an owner first';
 
 /** The org's people and their roles (docs/console.md), and a signed-in person's own password. */
 export function memberRoutes(container: Container): RouteSpec[] {
@@ -40,7 +42,7 @@ export function memberRoutes(container: Container): RouteSpec[] {
       idempotent: true,
       body: InviteMemberBody,
       response: NewInvitationSchema,
-      errors: [400, 403, 409],
+      errors: [permission(undefined, 'Only an owner can make someone an owner'), conflict('already_member', 'grace@example.com is already a member of this org')],
       handler: async ({ auth, body, requestId }) => users.invite({ orgId: auth.orgId, actor: auth.actor, role: auth.role }, body, requestId),
     }),
     defineRoute({
@@ -53,7 +55,7 @@ export function memberRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       role: 'admin',
       response: ListOf(InvitationSchema),
-      errors: [403],
+      errors: [],
       handler: async ({ auth }) => ({ data: await users.invitations(auth.orgId), has_more: false, next_cursor: null }),
     }),
     defineRoute({
@@ -67,7 +69,7 @@ export function memberRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: InvitationParams,
       response: Type.Object({ object: Type.Literal('invitation'), invitation_id: Type.String(), revoked: Type.Literal(true) }, { title: 'RevokedInvitation' }),
-      errors: [403, 404],
+      errors: [notFound('No open invitation inv_7d2q9k4m1x8c5v3b6n0w')],
       handler: async ({ auth, params, requestId }) => {
         await users.revokeInvitation(auth, params.invitation_id, requestId);
         return { object: 'invitation' as const, invitation_id: params.invitation_id, revoked: true as const };
@@ -87,7 +89,7 @@ export function memberRoutes(container: Container): RouteSpec[] {
       params: MemberParams,
       body: ChangeRoleBody,
       response: MemberSchema,
-      errors: [400, 403, 404, 409],
+      errors: [permission(undefined, 'Only an owner can give or take the owner role'), notFound('No member usr_4k8w2m9x1c7q5n3v6b0e'), conflict('last_owner', LAST_OWNER)],
       handler: async ({ auth, params, body, requestId }) => users.changeRole(auth, params.user_id, body.role, requestId),
     }),
     defineRoute({
@@ -101,7 +103,7 @@ export function memberRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: MemberParams,
       response: Type.Object({ object: Type.Literal('member'), user_id: Type.String(), deleted: Type.Literal(true) }, { title: 'RemovedMember' }),
-      errors: [403, 404, 409],
+      errors: [permission(undefined, 'Only an owner can remove an owner'), notFound('No member usr_4k8w2m9x1c7q5n3v6b0e'), conflict('last_owner', LAST_OWNER)],
       handler: async ({ auth, params, requestId }) => {
         await users.removeMember(auth, params.user_id, requestId);
         return { object: 'member' as const, user_id: params.user_id, deleted: true as const };
@@ -120,7 +122,7 @@ export function memberRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       body: SetPasswordBody,
       response: Type.Object({ object: Type.Literal('password'), updated: Type.Literal(true) }, { title: 'PasswordUpdated' }),
-      errors: [400, 403],
+      errors: [permission(undefined, 'API keys have no password; sign in to the console to set yours'), invalidInput('current_password is wrong')],
       handler: async ({ auth, body }) => {
         if (!auth.userId) throw forbidden('API keys have no password; sign in to the console to set yours');
         await users.setPassword(auth, { password: body.password, currentPassword: body.current_password });

@@ -1,4 +1,5 @@
 import type { Container } from '../../shared/container';
+import { conflict, ERRORS, permission } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf } from '../schemas/common.schemas';
 import { CreateRunnerBody, CreatedRunnerSchema, RunnerParams, RunnerSchema } from '../schemas/runners.schemas';
@@ -22,7 +23,7 @@ export function runnerRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       body: CreateRunnerBody,
       response: CreatedRunnerSchema,
-      errors: [400, 409],
+      errors: [conflict('runner_limit', 'This org has 100 runners, the most it may have; delete one it no longer uses first')],
       idempotent: true,
       handler: async ({ auth, body, requestId }) => {
         const { runner, token } = await runners.create({ orgId: auth.orgId, actor: auth.actor }, body.name, requestId);
@@ -52,7 +53,7 @@ export function runnerRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: RunnerParams,
       response: RunnerSchema,
-      errors: [404],
+      errors: [ERRORS.noRunner],
       handler: async ({ auth, params }) => runners.get(auth.orgId, params.runner_id),
     }),
     defineRoute({
@@ -69,7 +70,7 @@ export function runnerRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: RunnerParams,
       response: RunnerSchema,
-      errors: [403, 404],
+      errors: [permission('cloud_runner', "rn_cloud1 is a cloud runner: the service's own, which an org cannot delete"), ERRORS.noRunner],
       handler: async ({ auth, params, requestId }) => runners.revoke({ orgId: auth.orgId, actor: auth.actor }, params.runner_id, requestId),
     }),
   ];

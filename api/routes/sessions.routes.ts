@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
+import { ERRORS } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { CreateSessionBody, CreatedSessionSchema, SessionCode, SessionSchema } from '../schemas/sessions.schemas';
@@ -19,7 +20,7 @@ export function sessionRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       body: CreateSessionBody,
       response: CreatedSessionSchema,
-      errors: [404],
+      errors: [ERRORS.noAgent],
       idempotent: true,
       handler: async ({ auth, body, requestId }) => {
         const { session, token } = await sessions.create(auth, body, requestId);
@@ -59,7 +60,7 @@ export function sessionRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: SessionPath,
       response: SessionSchema,
-      errors: [404],
+      errors: [ERRORS.noSession],
       handler: async ({ auth, params }) => sessions.get(auth.orgId, params.session_id.toUpperCase()),
     }),
     defineRoute({
@@ -72,7 +73,7 @@ export function sessionRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: SessionPath,
       response: SessionSchema,
-      errors: [404],
+      errors: [ERRORS.noSession],
       handler: async ({ auth, params, requestId }) => sessions.disconnect(auth, params.session_id.toUpperCase(), requestId),
     }),
     defineRoute({
@@ -86,7 +87,7 @@ export function sessionRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: SessionPath,
       response: SessionSchema,
-      errors: [404],
+      errors: [ERRORS.noSession],
       handler: async ({ auth, params, requestId }) => sessions.expire(auth, params.session_id.toUpperCase(), requestId),
     }),
   ];

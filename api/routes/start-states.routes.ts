@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
+import { conflict, ERRORS, invalidInput } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { CreateStartStateBody, StartStateParams, StartStateSchema, UpdateStartStateBody } from '../schemas/start-states.schemas';
@@ -39,7 +40,11 @@ export function startStateRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       body: CreateStartStateBody,
       response: StartStateSchema,
-      errors: [400, 404, 409],
+      errors: [
+        invalidInput('from: no runner of this org (or cloud runner) has an image macos-99; GET /v1/start_states lists the images'),
+        ERRORS.noAgent,
+        conflict('no_runner', 'No online runner has the image macos-15; start a runner that has it'),
+      ],
       idempotent: true,
       handler: async ({ auth, body, requestId }) => startStates.create(caller(auth), body, requestId),
     }),
@@ -54,7 +59,7 @@ export function startStateRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: StartStateParams,
       response: StartStateSchema,
-      errors: [404],
+      errors: [ERRORS.noStartState],
       handler: async ({ auth, params }) => startStates.get(auth.orgId, params.start_state_id),
     }),
     defineRoute({
@@ -69,7 +74,7 @@ export function startStateRoutes(container: Container): RouteSpec[] {
       params: StartStateParams,
       body: UpdateStartStateBody,
       response: StartStateSchema,
-      errors: [400, 403, 404],
+      errors: [ERRORS.image, ERRORS.noStartState],
       handler: async ({ auth, params, body, requestId }) => startStates.update(caller(auth), params.start_state_id, body, requestId),
     }),
     defineRoute({
@@ -85,7 +90,7 @@ export function startStateRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: StartStateParams,
       response: StartStateSchema,
-      errors: [403, 404, 409],
+      errors: [ERRORS.image, ERRORS.noStartState, conflict('in_use', 'Start state ss_8f2k4m9q1x is used by 2 test case(s); change or delete them first', { test_case_ids: ['tc_7m2pd8w4tz', 'tc_9q1x8f2k4m'] })],
       handler: async ({ auth, params, requestId }) => startStates.delete(caller(auth), params.start_state_id, requestId),
     }),
     defineRoute({
@@ -101,7 +106,7 @@ export function startStateRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: StartStateParams,
       response: StartStateSchema,
-      errors: [404, 409],
+      errors: [ERRORS.image, ERRORS.noStartState, conflict('not_ready', 'Start state ss_8f2k4m9q1x is building; only a ready one can be opened'), conflict('no_runner', "Runner rn_2pd8w4tz1v, which keeps this start state's disks, is offline")],
       handler: async ({ auth, params, requestId }) => startStates.open(caller(auth), params.start_state_id, {}, requestId),
     }),
     defineRoute({
@@ -115,7 +120,7 @@ export function startStateRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: StartStateParams,
       response: StartStateSchema,
-      errors: [403, 404, 409],
+      errors: [ERRORS.image, ERRORS.noStartState, conflict('not_open', 'Start state ss_8f2k4m9q1x is ready; only an open one can be saved')],
       handler: async ({ auth, params, requestId }) => startStates.save(caller(auth), params.start_state_id, requestId),
     }),
   ];

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
+import { conflict, ERRORS, notFound } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { SessionCode } from '../schemas/sessions.schemas';
@@ -18,13 +19,27 @@ export function taskRoutes(container: Container): RouteSpec[] {
       operationId: 'startTask',
       summary: 'Start a task on a connected session',
       description:
-        '409 when no computer is connected, or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent\'s model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task\'s `task_id`), and on another session 409 `request_id_in_use`. The plan decides too (docs/billing.md): 429 `concurrency_limit` when the org already runs the plan\'s tasks at once; 402 `payment_required` when the next minute is not covered: `insufficient_balance` (free minutes used up, or the balance short: add funds), `auto_topup_limit_reached` (raise the limit), `card_needs_attention` (update the card).',
+        '`agent_version`: `published` (the default), `draft`, or a published version\'s number (404 naming it when the agent has no such version). 404 also when the session expired (the message says when). 409 when no computer is connected (the message says since when its computer has been offline, if one had paired), or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent\'s model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task\'s `task_id`), and on another session 409 `request_id_in_use`. The plan decides too (docs/billing.md): 429 `concurrency_limit` when the org already runs the plan\'s tasks at once; 402 `payment_required` when the next minute is not covered: `insufficient_balance` (free minutes used up, or the balance short: add funds), `auto_topup_limit_reached` (raise the limit), `card_needs_attention` (update the card).',
       tag: 'Tasks',
       auth: 'api_key',
       params: Type.Object({ session_id: SessionCode }),
       body: StartTaskBody,
       response: TaskSchema,
-      errors: [402, 404, 409, 503],
+      errors: [
+        ERRORS.noSession,
+        notFound('Session K7QX-M2PD expired at 2026-03-02T10:15:00.000Z; its code no longer works and it takes no tasks. Create a new session for the person.'),
+        ERRORS.noAgent,
+        notFound('Agent support-bot has no version 7; its published version is 3'),
+        ERRORS.notConnected,
+        ERRORS.taskRunning,
+        conflict('idempotency_conflict', 'request_id order-1042 was already used for task task_3k9xq7m2pd8w4tz1vn5c with another prompt; use a new request_id for a new task', {
+          task_id: 'task_3k9xq7m2pd8w4tz1vn5c',
+        }),
+        ERRORS.requestIdInUse,
+        ERRORS.insufficientBalance, ERRORS.autoTopUpLimit, ERRORS.cardNeedsAttention,
+        ERRORS.concurrencyLimit,
+        ERRORS.modelUnavailable,
+      ],
       idempotent: 'handler',
       handler: async ({ auth, params, body, requestId, ctx }) =>
         tasks.start(auth, params.session_id.toUpperCase(), { ...body, request_id: idempotencyKey(body.request_id, ctx.get('idempotency-key') || undefined) }, requestId),
@@ -64,7 +79,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       params: TaskPath,
       query: Type.Object({ include: Type.Optional(Type.Literal('trace')) }, { additionalProperties: false }),
       response: TaskSchema,
-      errors: [404],
+      errors: [ERRORS.noTask],
       handler: async ({ auth, params, query }) => {
         const task = await tasks.get(auth.orgId, params.task_id);
         return query.include === 'trace' ? { ...task, trace: await tasks.trace(auth.orgId, params.task_id) } : task;
@@ -88,7 +103,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
         { additionalProperties: false },
       ),
       response: TaskEventPageSchema,
-      errors: [404],
+      errors: [ERRORS.noTask],
       handler: ({ auth, params, query, signal }) => followers.follow(auth.orgId, params.task_id, query.after ?? 0, query.wait_ms ?? 0, signal),
     }),
     defineRoute({
@@ -102,7 +117,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       params: TaskPath,
       body: RespondBody,
       response: TaskSchema,
-      errors: [404, 409],
+      errors: [ERRORS.noTask, ERRORS.noQuestion, ERRORS.alreadyAnswered, ERRORS.notPending],
       handler: async ({ auth, params, body, requestId }) => tasks.respond(auth, params.task_id, body, requestId),
     }),
     defineRoute({
@@ -116,7 +131,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: TaskPath,
       response: TaskSchema,
-      errors: [404],
+      errors: [ERRORS.noTask],
       handler: async ({ auth, params, requestId }) => tasks.stop(auth, params.task_id, requestId),
     }),
     defineRoute({
@@ -130,7 +145,7 @@ export function taskRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: Type.Object({ task_id: TaskPath.properties.task_id, seq: Type.Integer({ minimum: 1 }) }),
       response: { contentType: 'image/png', description: 'The PNG of the frame' },
-      errors: [404],
+      errors: [ERRORS.noTask, notFound('Task task_3k9xq7m2pd8w4tz1vn5c has 1 frame; there is no frame 2')],
       handler: async ({ auth, params, ctx }) => {
         ctx.type = 'image/png';
         ctx.set('Cache-Control', 'private, max-age=31536000, immutable');

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
+import { conflict, ERRORS, invalidInput } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { BATCH_MAX_BYTES, BatchTestCasesAnswer, BatchTestCasesBody, TestCaseInput, TestCaseListQuery, TestCaseParams, TestCaseSchema } from '../schemas/test-cases.schemas';
@@ -27,7 +28,7 @@ export function testCaseRoutes(container: Container): RouteSpec[] {
       body: BatchTestCasesBody,
       bodyLimitBytes: BATCH_MAX_BYTES,
       response: BatchTestCasesAnswer,
-      errors: [400, 413],
+      errors: [invalidInput('cases[3].start_state: no start state ss_x'), invalidInput('test_set_id: no test set ts_4tz1vn5c9q')],
       idempotent: true,
       handler: async ({ auth, body, requestId }) => testCases.batch({ orgId: auth.orgId, actor: auth.actor }, body, requestId),
     }),
@@ -41,7 +42,7 @@ export function testCaseRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       query: Type.Object({ ...PageQuery, ...TestCaseListQuery }, { additionalProperties: false }),
       response: ListOf(TestCaseSchema),
-      errors: [400],
+      errors: [],
       handler: async ({ auth, query }) =>
         testCases.list(auth.orgId, { category: query.category, tag: query.tag, testSetId: query.test_set_id }, { limit: query.limit ?? 20, cursor: query.cursor ?? null }),
     }),
@@ -56,7 +57,7 @@ export function testCaseRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: TestCaseParams,
       response: TestCaseSchema,
-      errors: [404],
+      errors: [ERRORS.noTestCase],
       handler: async ({ auth, params }) => testCases.get(auth.orgId, params.test_case_id),
     }),
     defineRoute({
@@ -71,7 +72,7 @@ export function testCaseRoutes(container: Container): RouteSpec[] {
       params: TestCaseParams,
       body: TestCaseInput,
       response: TestCaseSchema,
-      errors: [400, 404, 409],
+      errors: [ERRORS.noTestCase, conflict('key_taken', 'key: another test case has the key "login-1"')],
       handler: async ({ auth, params, body, requestId }) => testCases.update({ orgId: auth.orgId, actor: auth.actor }, params.test_case_id, body, requestId),
     }),
     defineRoute({
@@ -85,7 +86,7 @@ export function testCaseRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: TestCaseParams,
       response: TestCaseSchema,
-      errors: [404],
+      errors: [ERRORS.noTestCase],
       handler: async ({ auth, params, requestId }) => testCases.delete({ orgId: auth.orgId, actor: auth.actor }, params.test_case_id, requestId),
     }),
   ];

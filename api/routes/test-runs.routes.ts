@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
+import { conflict, ERRORS, invalidInput, notFound } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { ComparisonSchema, CreateTestRunBody, TestRunParams, TestRunSchema, TrySchema } from '../schemas/test-runs.schemas';
@@ -23,7 +24,7 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       body: CreateTestRunBody,
       response: TestRunSchema,
-      errors: [400, 404, 503],
+      errors: [invalidInput('Give exactly one of test_set_id and test_case_ids'), invalidInput('test_set_id: no test set ts_4tz1vn5c9q'), ERRORS.noAgent, notFound('Agent support-bot has no version 7; its published version is 3')],
       idempotent: true,
       handler: async ({ auth, body, requestId }) => testRuns.create({ orgId: auth.orgId, actor: auth.actor }, body, requestId),
     }),
@@ -52,7 +53,7 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: TestRunParams,
       response: TestRunSchema,
-      errors: [404],
+      errors: [ERRORS.noTestRun],
       handler: async ({ auth, params }) => testRuns.get(auth.orgId, params.test_run_id),
     }),
     defineRoute({
@@ -67,7 +68,7 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       params: TestRunParams,
       query: Type.Object({ ...PageQuery }, { additionalProperties: false }),
       response: ListOf(TrySchema),
-      errors: [404],
+      errors: [ERRORS.noTestRun],
       handler: async ({ auth, params, query }) => testRuns.tries(auth.orgId, params.test_run_id, { limit: query.limit ?? 20, cursor: query.cursor ?? null }),
     }),
     defineRoute({
@@ -80,7 +81,7 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: TestRunParams,
       response: TestRunSchema,
-      errors: [404, 409],
+      errors: [ERRORS.noTestRun, conflict('not_running', 'Test run tr_9q1x8f2k4m is completed')],
       handler: async ({ auth, params, requestId }) => testRuns.cancel({ orgId: auth.orgId, actor: auth.actor }, params.test_run_id, requestId),
     }),
     defineRoute({
@@ -94,7 +95,7 @@ export function testRunRoutes(container: Container): RouteSpec[] {
       params: TestRunParams,
       query: Type.Object({ with: Type.String({ minLength: 1, maxLength: 100, description: 'The baseline run.' }) }, { additionalProperties: false }),
       response: ComparisonSchema,
-      errors: [400, 404],
+      errors: [ERRORS.noTestRun, invalidInput('with: no test run tr_4m9q1x8f2k')],
       handler: async ({ auth, params, query }) => testRuns.compare(auth.orgId, params.test_run_id, query.with) as never,
     }),
   ];

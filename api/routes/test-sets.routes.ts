@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Container } from '../../shared/container';
+import { ERRORS, invalidInput } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf, PageQuery } from '../schemas/common.schemas';
 import { CreateTestSetBody, TestSetParams, TestSetSchema, UpdateTestSetBody } from '../schemas/test-sets.schemas';
@@ -23,7 +24,7 @@ export function testSetRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       body: CreateTestSetBody,
       response: TestSetSchema,
-      errors: [400],
+      errors: [invalidInput('cases[0].test_case_id: no test case tc_7m2pd8w4tz')],
       idempotent: true,
       handler: async ({ auth, body, requestId }) => testSets.create({ orgId: auth.orgId, actor: auth.actor }, body, requestId),
     }),
@@ -38,7 +39,7 @@ export function testSetRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       query: Type.Object({ ...PageQuery }, { additionalProperties: false }),
       response: ListOf(TestSetSchema),
-      errors: [400],
+      errors: [],
       handler: async ({ auth, query }) => testSets.list(auth.orgId, { limit: query.limit ?? 20, cursor: query.cursor ?? null }),
     }),
     defineRoute({
@@ -52,7 +53,7 @@ export function testSetRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: TestSetParams,
       response: TestSetSchema,
-      errors: [404],
+      errors: [ERRORS.noTestSet],
       handler: async ({ auth, params }) => testSets.get(auth.orgId, params.test_set_id),
     }),
     defineRoute({
@@ -67,7 +68,7 @@ export function testSetRoutes(container: Container): RouteSpec[] {
       params: TestSetParams,
       body: UpdateTestSetBody,
       response: TestSetSchema,
-      errors: [400, 404],
+      errors: [ERRORS.noTestSet, invalidInput('cases[0].test_case_id: no test case tc_7m2pd8w4tz')],
       handler: async ({ auth, params, body, requestId }) => testSets.update({ orgId: auth.orgId, actor: auth.actor }, params.test_set_id, body, requestId),
     }),
     defineRoute({
@@ -81,7 +82,7 @@ export function testSetRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: TestSetParams,
       response: TestSetSchema,
-      errors: [404],
+      errors: [ERRORS.noTestSet],
       handler: async ({ auth, params, requestId }) => testSets.delete({ orgId: auth.orgId, actor: auth.actor }, params.test_set_id, requestId),
     }),
   ];

@@ -20,7 +20,7 @@ export function toolRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       role: 'admin',
       response: ToolSecretSchema,
-      errors: [403],
+      errors: [],
       handler: async ({ auth }) => toolSecrets.get(auth.orgId),
     }),
     defineRoute({
@@ -33,7 +33,7 @@ export function toolRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       role: 'admin',
       response: ToolSecretSchema,
-      errors: [403],
+      errors: [],
       handler: async ({ auth, requestId }) => toolSecrets.rotate(auth.orgId, { actor: auth.actor, requestId }),
     }),
   ];

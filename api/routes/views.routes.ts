@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Container } from '../../shared/container';
+import { ERRORS } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { renderMachineViewPage } from '../pages/machine-view.page';
 import { ConsoleInputAnswer, ConsoleInputBody, ViewParams } from '../schemas/start-states.schemas';
@@ -25,7 +26,7 @@ export function viewRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       params: ViewParams,
       response: { contentType: 'text/html', description: 'An HTML page; 404 once the view has ended' },
-      errors: [404],
+      errors: [ERRORS.liveViewEnded],
       handler: async ({ params, ctx }) => {
         const state = await startStates.viewed(params.token);
         const nonce = randomBytes(16).toString('base64');
@@ -49,7 +50,7 @@ export function viewRoutes(container: Container): RouteSpec[] {
       auth: 'none',
       params: ViewParams,
       response: { contentType: 'image/png', description: 'The PNG of the screen' },
-      errors: [404, 409, 503],
+      errors: [ERRORS.liveViewEnded, ERRORS.machineStarting, ERRORS.runnerRefused, ERRORS.runnerUnavailable],
       handler: async ({ params, ctx }) => {
         const screen = await startStates.screen(params.token);
         const etag = `"${screen.frame}"`;
@@ -76,7 +77,7 @@ export function viewRoutes(container: Container): RouteSpec[] {
       params: ViewParams,
       body: ConsoleInputBody,
       response: ConsoleInputAnswer,
-      errors: [400, 404, 409, 503],
+      errors: [ERRORS.liveViewEnded, ERRORS.machineStarting, ERRORS.runnerRefused, ERRORS.runnerUnavailable],
       handler: async ({ params, body }) => ({ ok: true as const, ...(await startStates.input(params.token, body)) }),
     }),
   ];

@@ -1,4 +1,5 @@
 import type { Container } from '../../shared/container';
+import { conflict, ERRORS, invalidInput } from '../route-errors';
 import { defineRoute, type RouteSpec } from '../routing';
 import { ListOf } from '../schemas/common.schemas';
 import { DeliveriesQuery, DeliveryParams, WebhookDeliverySchema, WebhookSchema, WebhookUpdateBody } from '../schemas/webhooks.schemas';
@@ -23,7 +24,9 @@ export function webhookRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       body: WebhookUpdateBody,
       response: WebhookSchema,
-      errors: [403],
+      errors: [invalidInput(
+          'url is not allowed: the host is a private, local or reserved address (in development, DESKHAND_ALLOW_PRIVATE_URLS=1 allows plain http and local or private addresses)',
+        )],
       handler: async ({ auth, body, requestId }) => webhooks.update(auth.orgId, body, { actor: auth.actor, requestId }),
     }),
     defineRoute({
@@ -69,7 +72,7 @@ export function webhookRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       params: DeliveryParams,
       response: WebhookDeliverySchema,
-      errors: [404],
+      errors: [ERRORS.noDelivery],
       handler: async ({ auth, params }) => webhooks.getDelivery(auth.orgId, params.delivery_id),
     }),
     defineRoute({
@@ -86,7 +89,7 @@ export function webhookRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       params: DeliveryParams,
       response: WebhookDeliverySchema,
-      errors: [403, 404, 409],
+      errors: [ERRORS.noDelivery, ERRORS.noEndpoint, conflict('event_type_filtered', "The webhook's events filter does not accept task.completed; add it to events to redeliver this event")],
       handler: async ({ auth, params, requestId }) => webhooks.redeliver(auth.orgId, params.delivery_id, { actor: auth.actor, requestId }),
     }),
     defineRoute({
@@ -102,7 +105,7 @@ export function webhookRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       role: 'admin',
       response: WebhookDeliverySchema,
-      errors: [403, 409],
+      errors: [ERRORS.noEndpoint],
       handler: async ({ auth, requestId }) => webhooks.sendTest(auth.orgId, { actor: auth.actor, requestId }),
     }),
   ];

@@ -63,5 +63,5 @@ export const TASK_EVENT_EXAMPLE = {
 };
 
 export const ERROR_EXAMPLE = {
-  error: { type: 'not_found', message: `No task ${TASK_ID}`, code: 'task_not_found' },
+  error: { type: 'not_found', message: `No task ${TASK_ID}` },
 };

@@ -83,14 +83,18 @@ describe('GET /openapi.json: named schemas, descriptions and examples', () => {
     let checked = 0;
     const check = (where: string, media: any) => {
       if (!media?.schema) return;
-      if (media.example === undefined) {
+      // One `example`, or named `examples` (an operation's errors of one status, one per code).
+      const examples: unknown[] = media.example !== undefined ? [media.example] : Object.values(media.examples ?? {}).map((named: any) => named.value);
+      if (examples.length === 0) {
         problems.push(`${where}: no example`);
         return;
       }
       // The schema with the document's components beside it, so that its $refs resolve.
       const validate = ajv.compile({ ...media.schema, components: document.components });
-      if (!validate(media.example)) problems.push(`${where}: ${ajv.errorsText(validate.errors)}`);
-      checked++;
+      for (const example of examples) {
+        if (!validate(example)) problems.push(`${where}: ${ajv.errorsText(validate.errors)}`);
+        checked++;
+      }
     };
     for (const { method, path, operation } of operationsOf(document)) {
       const name = `${method.toUpperCase()} ${path}`;

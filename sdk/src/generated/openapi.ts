@@ -75,11 +75,51 @@ export interface paths {
         get: operations["listMembers"];
         put?: never;
         /**
-         * Invite a person with a role; answers a one-time sign-in link for them
-         * @description Adds the person to the org with the role (their account is made if the address is new) and answers a one-time sign-in link, valid 7 days, to send them. Only an owner can invite an owner. 409 `already_member` when they already belong to the org.
+         * Invite a person with a role; answers the invitation and its one-time link
+         * @description Makes an invitation to join the org with the role and answers it with its one-time link (`invite_url`, valid 7 days, shown only here), to send to the person. The answer is the same whether or not the address has a Deskhand account: it reveals nothing about accounts outside the org. Opening the link signs nobody in; the person accepts by proving the address is theirs (their password, or being signed in as that account) or sets up an account if the address has none (docs/console.md, "Joining an org"). Inviting the same address again replaces its open invitation. Only an owner can invite an owner. 409 `already_member` when the address already belongs to the org.
          */
         post: operations["inviteMember"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's open invitations, in one page
+         * @description Invitations neither accepted, revoked nor expired, newest first. Their links are shown only when made. Needs the admin role or an API key (a member gets 403 `permission`).
+         */
+        get: operations["listInvitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an open invitation
+         * @description Its link stops working at once. 404 when the invitation is not open (accepted, revoked, expired or unknown). Needs the admin role or an API key (a member gets 403 `permission`).
+         */
+        delete: operations["revokeInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -104,7 +144,7 @@ export interface paths {
         head?: never;
         /**
          * Change a member's role
-         * @description Takes effect on the person's next request. Only an owner gives or takes the owner role; the org always keeps one owner (409 `last_owner`).
+         * @description Takes effect at once, on the person's next request in this org (their sign-ins to other orgs are not touched). Only an owner gives or takes the owner role; the org always keeps one owner (409 `last_owner`).
          */
         patch: operations["changeMemberRole"];
         trace?: never;
@@ -119,7 +159,7 @@ export interface paths {
         get?: never;
         /**
          * Set or change the signed-in person's password
-         * @description For a person signed in to the console (with its CSRF token); an API key has no password (403). Once a password is set, `current_password` is needed to change it. The password is kept as an argon2id hash.
+         * @description For a person signed in to the console (with its CSRF token); an API key has no password (403). Once a password is set, `current_password` is needed to change it; before that, only the person signed in with the one-time link sent to them can be here, since an invitation never signs anyone in. The password is kept as an argon2id hash.
          */
         put: operations["setPassword"];
         post?: never;
@@ -492,7 +532,7 @@ export interface paths {
         put?: never;
         /**
          * Start a task on a connected session
-         * @description 409 when no computer is connected, or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent's model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task's `task_id`), and on another session 409 `request_id_in_use`. The plan decides too (docs/billing.md): 429 `concurrency_limit` when the org already runs the plan's tasks at once; 402 `payment_required` when the next minute is not covered: `insufficient_balance` (free minutes used up, or the balance short: add funds), `auto_topup_limit_reached` (raise the limit), `card_needs_attention` (update the card).
+         * @description `agent_version`: `published` (the default), `draft`, or a published version's number (404 naming it when the agent has no such version). 404 also when the session expired (the message says when). 409 when no computer is connected (the message says since when its computer has been offline, if one had paired), or when a task already runs on it (`active_task_id`); 503 `model_unavailable` when the agent's model cannot run here. The same `request_id` (or `Idempotency-Key` header) returns the same task; reused with other parameters it is 409 `idempotency_conflict` (with the first task's `task_id`), and on another session 409 `request_id_in_use`. The plan decides too (docs/billing.md): 429 `concurrency_limit` when the org already runs the plan's tasks at once; 402 `payment_required` when the next minute is not covered: `insufficient_balance` (free minutes used up, or the balance short: add funds), `auto_topup_limit_reached` (raise the limit), `card_needs_attention` (update the card).
          */
         post: operations["startTask"];
         delete?: never;
@@ -633,6 +673,26 @@ export interface paths {
          * @description The HTML page the invite link opens for the person: the agent's display name and greeting, the pairing code (on one line, also on a phone), and how to install the app and connect; once a computer has paired, the session's state (connected, with the computer's name, or disconnected). In development only, how to try it with the reference desktop client. 404 (still HTML) when the code is unknown or has expired ("This session has ended" when a computer had paired). No authentication: the code is the capability.
          */
         get: operations["invitePage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/favicon.ico": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The service's icon
+         * @description The icon browsers show beside the title of the console's pages and the invite page (which link it), and ask for on any page: an SVG (api/console/assets/favicon.svg, also at /console/assets/favicon.svg), served as image/svg+xml and cached for a day. No authentication.
+         */
+        get: operations["favicon"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1320,7 +1380,7 @@ export interface paths {
         put?: never;
         /**
          * The payment provider's webhooks (Stripe), verified by their signature
-         * @description Where Stripe sends events (configure this URL and put its signing secret in STRIPE_WEBHOOK_SECRET). The `Stripe-Signature` header is verified on the raw body with Stripe's own scheme; a bad or missing one is a 400. Handled once per event id: `payment_intent.succeeded` credits a top-up, `payment_intent.payment_failed` marks the card as needing attention, `setup_intent.succeeded` and `payment_method.attached` save the card (fine again). No API key.
+         * @description Where Stripe sends events (configure this URL and put its signing secret in STRIPE_WEBHOOK_SECRET). The `Stripe-Signature` header is verified on the raw body with Stripe's own scheme; a bad or missing one is a 400. On a server without a payment provider (STRIPE_SECRET_KEY unset) every webhook with a body is 503 `payments_unavailable`. Handled once per event id: `payment_intent.succeeded` credits a top-up, `payment_intent.payment_failed` marks the card as needing attention, `setup_intent.succeeded` and `payment_method.attached` save the card (fine again). No API key.
          */
         post: operations["receivePaymentProviderWebhook"];
         delete?: never;
@@ -2207,8 +2267,7 @@ export interface components {
          * @example {
          *       "error": {
          *         "type": "not_found",
-         *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c",
-         *         "code": "task_not_found"
+         *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
          *       }
          *     }
          */
@@ -2241,10 +2300,75 @@ export interface components {
                 [key: string]: string;
             };
         };
-        /** InvitedMember */
-        InvitedMember: components["schemas"]["Member"] & {
-            /** @description A one-time link (valid 7 days) that signs the person in to the console; send it to them. Shown only here. */
-            sign_in_url: string;
+        /**
+         * Invitation
+         * @description An open invitation to join the org. It says nothing about the address's account: the answer is the same whether the address has one or not.
+         * @example {
+         *       "object": "invitation",
+         *       "invitation_id": "inv_7d2q9k4m1x8c5v3b6n0w",
+         *       "email": "grace@example.com",
+         *       "role": "member",
+         *       "invited_by": {
+         *         "type": "user",
+         *         "email": "ada@example.com"
+         *       },
+         *       "created_at": "2026-03-02T09:14:05.000Z",
+         *       "expires_at": "2026-03-09T09:14:05.000Z"
+         *     }
+         */
+        Invitation: {
+            /** @constant */
+            object: "invitation";
+            /** @description `inv_<id>` */
+            invitation_id: string;
+            /** @description The address invited, as given. */
+            email: string;
+            /** @description owner: everything an admin does, plus the plan and the owner role. admin: every call (as an API key). member: everything except the calls that need the admin role. */
+            role: "owner" | "admin" | "member";
+            /** @description Who invited: a person or an API key of the org; null for the operator's CLI. */
+            invited_by: {
+                /** @constant */
+                type: "user";
+                email: string | null;
+            } | {
+                /** @constant */
+                type: "api_key";
+                key_id: string;
+                name: string | null;
+                prefix: string | null;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /**
+         * InvitationList
+         * @example {
+         *       "data": [
+         *         {
+         *           "object": "invitation",
+         *           "invitation_id": "inv_7d2q9k4m1x8c5v3b6n0w",
+         *           "email": "grace@example.com",
+         *           "role": "member",
+         *           "invited_by": {
+         *             "type": "user",
+         *             "email": "ada@example.com"
+         *           },
+         *           "created_at": "2026-03-02T09:14:05.000Z",
+         *           "expires_at": "2026-03-09T09:14:05.000Z"
+         *         }
+         *       ],
+         *       "has_more": false,
+         *       "next_cursor": null
+         *     }
+         */
+        InvitationList: {
+            data: components["schemas"]["Invitation"][];
+            /** @description True when another page follows: ask again with cursor=next_cursor. */
+            has_more: boolean;
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
         };
         /**
          * LedgerEntry
@@ -2412,6 +2536,35 @@ export interface components {
             has_more: boolean;
             /** @description The cursor of the next page; null on the last. */
             next_cursor: string | null;
+        };
+        /** NewInvitation */
+        NewInvitation: {
+            /** @constant */
+            object: "invitation";
+            /** @description `inv_<id>` */
+            invitation_id: string;
+            /** @description The address invited, as given. */
+            email: string;
+            /** @description owner: everything an admin does, plus the plan and the owner role. admin: every call (as an API key). member: everything except the calls that need the admin role. */
+            role: "owner" | "admin" | "member";
+            /** @description Who invited: a person or an API key of the org; null for the operator's CLI. */
+            invited_by: {
+                /** @constant */
+                type: "user";
+                email: string | null;
+            } | {
+                /** @constant */
+                type: "api_key";
+                key_id: string;
+                name: string | null;
+                prefix: string | null;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description The invitation's one-time link, valid 7 days, shown only here: send it to the person. Opening it signs nobody in: the person accepts it by proving the address is theirs (their password, or being signed in as that account), or sets up an account when the address has none. */
+            invite_url: string;
         };
         /** PasswordUpdated */
         PasswordUpdated: {
@@ -2609,6 +2762,14 @@ export interface components {
             user_id: string;
             /** @constant */
             deleted: true;
+        };
+        /** RevokedInvitation */
+        RevokedInvitation: {
+            /** @constant */
+            object: "invitation";
+            invitation_id: string;
+            /** @constant */
+            revoked: true;
         };
         /** Runner */
         Runner: {
@@ -3291,7 +3452,12 @@ export interface components {
             infra_retries: number;
             check: {
                 exit_code: number | null;
+                /** @description What the check printed, stdout then stderr (its last 4,000 characters), or "(the check script printed nothing on stdout or stderr)". */
                 output: string;
+                /** @description Its stdout alone (the last 4,000 characters), when the runner reports the two apart. */
+                stdout?: string;
+                /** @description Its stderr alone (the last 4,000 characters), when the runner reports the two apart. */
+                stderr?: string;
                 error?: string;
             } | null;
             rubric: {
@@ -3588,14 +3754,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3634,32 +3792,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: PostgreSQL or Redis is unreachable (server_error, not_ready; `checks` says which). */
+            /** @description Not available now or on this server (server_error). Codes: `not_ready`. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3694,37 +3835,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyIdentity"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3734,14 +3859,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3782,37 +3899,21 @@ export interface operations {
                     "application/json": components["schemas"]["MemberList"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3822,14 +3923,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3860,7 +3953,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: email
-                     * @description The person's email address: their account, made if new.
+                     * @description The person's email address.
                      */
                     email: string;
                     /** @description owner: everything an admin does, plus the plan and the owner role. admin: every call (as an API key). member: everything except the calls that need the admin role. */
@@ -3879,16 +3972,20 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "object": "member",
-                     *       "user_id": "usr_4k8w2m9x1c7q5n3v6b0e",
+                     *       "object": "invitation",
+                     *       "invitation_id": "text",
                      *       "email": "ada@example.com",
-                     *       "role": "admin",
-                     *       "has_password": true,
+                     *       "role": "owner",
+                     *       "invited_by": {
+                     *         "type": "user",
+                     *         "email": "ada@example.com"
+                     *       },
                      *       "created_at": "2026-03-02T09:14:05.000Z",
-                     *       "sign_in_url": "text"
+                     *       "expires_at": "2026-03-02T09:14:05.000Z",
+                     *       "invite_url": "https://deskhand.example.com/invite/K7QX-M2PD"
                      *     }
                      */
-                    "application/json": components["schemas"]["InvitedMember"];
+                    "application/json": components["schemas"]["NewInvitation"];
                 };
             };
             /** @description Malformed request or invalid field (invalid_request). */
@@ -3897,84 +3994,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`, `already_member`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -3984,14 +4048,168 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     /**
                      * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
+                     *       "data": [
+                     *         {
+                     *           "object": "invitation",
+                     *           "invitation_id": "inv_7d2q9k4m1x8c5v3b6n0w",
+                     *           "email": "grace@example.com",
+                     *           "role": "member",
+                     *           "invited_by": {
+                     *             "type": "user",
+                     *             "email": "ada@example.com"
+                     *           },
+                     *           "created_at": "2026-03-02T09:14:05.000Z",
+                     *           "expires_at": "2026-03-09T09:14:05.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
                      *     }
                      */
+                    "application/json": components["schemas"]["InvitationList"];
+                };
+            };
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller may not do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `inv_<id>` */
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "invitation",
+                     *       "invitation_id": "text",
+                     *       "revoked": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RevokedInvitation"];
+                };
+            };
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller may not do this (permission). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object in this org (not_found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4032,101 +4250,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `last_owner`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4136,14 +4304,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4199,101 +4359,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `last_owner`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4303,14 +4422,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4362,65 +4473,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4430,14 +4518,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4480,54 +4560,30 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4537,14 +4593,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4608,83 +4656,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
-                     *         "code": "idempotency_conflict"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4694,14 +4710,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4747,82 +4755,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4832,14 +4800,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4903,65 +4863,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -4971,14 +4899,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -5089,37 +5009,21 @@ export interface operations {
                     "application/json": components["schemas"]["AgentList"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -5129,14 +5033,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -5374,84 +5270,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -5461,14 +5324,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -5582,65 +5437,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -5650,14 +5473,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -5875,101 +5690,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `default_agent_required`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -5979,14 +5753,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6101,65 +5867,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6169,14 +5903,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6291,65 +6017,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6359,14 +6053,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6585,65 +6271,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6653,14 +6316,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6785,101 +6440,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`, `no_draft`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -6889,14 +6503,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7015,65 +6621,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7083,14 +6657,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7200,65 +6766,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7268,14 +6802,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7392,82 +6918,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7477,14 +6972,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7545,65 +7032,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7613,14 +7068,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7675,65 +7122,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7743,14 +7158,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7817,101 +7224,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `file_store_full`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7921,14 +7287,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -7982,82 +7340,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8067,14 +7385,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8144,48 +7454,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8195,14 +7481,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8287,83 +7565,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
-                     *         "code": "idempotency_conflict"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8373,14 +7619,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8440,65 +7678,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8508,14 +7714,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8575,65 +7773,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8643,14 +7818,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8710,65 +7877,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8778,14 +7922,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8823,8 +7959,8 @@ export interface operations {
                     prompt: string;
                     /** @description Default: the session's agent. */
                     agent_id?: string;
-                    /** @description draft runs the unpublished draft; default published. */
-                    agent_version?: "draft" | "published";
+                    /** @description published (the default) runs the published version; draft runs the unpublished draft; a number runs that published version (404 not_found naming it when the agent has no such version). As for test runs. */
+                    agent_version?: "draft" | "published" | number;
                     /** @description Retrying with the same value returns the same task. */
                     request_id?: string;
                     /** @description Your own string values: up to 50 keys, keys up to 40 characters, values up to 500 characters. */
@@ -8888,102 +8024,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The plan does not allow this (payment_required). */
+            /** @description The plan or the balance does not cover this (payment_required). Codes: `insufficient_balance`, `auto_topup_limit_reached`, `card_needs_attention`. */
             402: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "payment_required",
-                     *         "message": "The balance ($0.04) cannot cover a minute ($0.10); add funds (POST /v1/billing/top_ups) or turn on auto top-up (PUT /v1/billing/settings)",
-                     *         "code": "insufficient_balance"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `not_connected`, `task_running`, `idempotency_conflict`, `request_id_in_use`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). Codes: `concurrency_limit`. */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -8993,18 +8087,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            /** @description Not available now or on this server (server_error). Codes: `model_unavailable`, `unavailable`. Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (5). */
@@ -9012,15 +8098,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9103,48 +8180,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9154,14 +8207,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9234,65 +8279,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9302,14 +8315,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9403,65 +8408,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9471,14 +8444,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9565,84 +8530,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `already_answered`, `not_pending`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9652,14 +8584,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9730,65 +8654,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9798,14 +8699,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9839,65 +8732,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9907,14 +8768,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -9947,32 +8800,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). An HTML page, as the operation's own answer is. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
+                    /** @example <!doctype html>… This session has ended … */
+                    "text/html": string;
                 };
             };
             /** @description Service-side failure; retry with backoff (server_error). */
@@ -9981,14 +8819,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    favicon: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The icon (SVG) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/svg+xml": string;
+                };
+            };
+            /** @description Service-side failure; retry with backoff (server_error). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10027,37 +8887,21 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10067,14 +8911,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10141,65 +8977,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10209,14 +9022,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10291,48 +9096,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10342,14 +9123,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10409,65 +9182,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10477,14 +9218,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10544,101 +9277,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `no_webhook_endpoint`, `event_type_filtered`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10648,14 +9340,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10707,73 +9391,57 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `no_webhook_endpoint`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10783,14 +9451,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10823,54 +9483,30 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSecret"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10880,14 +9516,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10920,54 +9548,48 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSecret"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -10977,14 +9599,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11036,37 +9650,21 @@ export interface operations {
                     "application/json": components["schemas"]["RunnerList"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11076,14 +9674,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11156,84 +9746,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`, `runner_limit`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11243,14 +9800,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11305,65 +9854,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11373,14 +9890,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11435,82 +9944,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). Codes: `cloud_runner`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11520,14 +9989,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11600,48 +10061,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11651,14 +10088,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11760,101 +10189,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`, `no_runner`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11864,14 +10252,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -11936,65 +10316,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12004,14 +10352,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12076,101 +10416,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). Codes: `image`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `in_use`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12180,14 +10470,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12270,82 +10552,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). Codes: `image`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12355,14 +10606,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12427,101 +10670,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). Codes: `image`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `not_ready`, `no_runner`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12531,14 +10733,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12603,101 +10797,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). Codes: `image`. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `not_open`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12707,14 +10860,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12894,66 +11039,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
-                     *         "code": "idempotency_conflict"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12963,31 +11075,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "Request body is too large (limit 1 MB)"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -12997,14 +11093,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13087,48 +11175,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13138,14 +11202,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13214,65 +11270,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13282,14 +11306,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13358,82 +11374,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13443,14 +11419,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13606,101 +11574,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `key_taken`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13710,14 +11637,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13785,48 +11704,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13836,14 +11731,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -13958,83 +11845,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
-                     *         "code": "idempotency_conflict"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14044,14 +11899,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14110,65 +11957,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14178,14 +11993,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14244,82 +12051,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14329,14 +12096,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14449,82 +12208,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14534,14 +12262,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14627,48 +12347,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14678,14 +12374,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14720,8 +12408,8 @@ export interface operations {
                     test_case_ids?: string[];
                     /** @description The default agent when left out. */
                     agent_id?: string;
-                    /** @description The published version (the default), or "draft". */
-                    agent_version?: number | "draft";
+                    /** @description published (the default) tries the published version; draft the unpublished draft; a number that published version (404 not_found naming it when the agent has no such version). As for tasks. */
+                    agent_version?: "draft" | "published" | number;
                     /** @description Tries per case, over the set's and the cases' own. */
                     repeat?: number;
                     /** @description Your own string values: up to 50 keys, keys up to 40 characters, values up to 500 characters. */
@@ -14791,83 +12479,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The Idempotency-Key was already used with another request (conflict, idempotency_conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `idempotency_conflict`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "Idempotency-Key 5f0c2a4e-8d1b-4c3e-9a7f-2b6d1e0c9a11 was already used with another request to createSession; use a new key for a new request",
-                     *         "code": "idempotency_conflict"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -14877,37 +12533,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (5). */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            503: components["responses"]["Unavailable"];
         };
     };
     getTestRun: {
@@ -14978,65 +12607,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15046,14 +12643,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15104,6 +12693,8 @@ export interface operations {
                      *           "check": {
                      *             "exit_code": 1,
                      *             "output": "text",
+                     *             "stdout": "text",
+                     *             "stderr": "text",
                      *             "error": "text"
                      *           },
                      *           "rubric": {
@@ -15138,65 +12729,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15206,14 +12765,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15288,84 +12839,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `not_running`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15375,14 +12893,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15442,65 +12952,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15510,14 +12988,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15560,37 +13030,21 @@ export interface operations {
                     "application/json": components["schemas"]["PlanList"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15600,14 +13054,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15674,37 +13120,21 @@ export interface operations {
                     "application/json": components["schemas"]["Usage"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15714,14 +13144,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15776,82 +13198,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15861,14 +13252,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15911,54 +13294,30 @@ export interface operations {
                     "application/json": components["schemas"]["BillingAccount"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -15968,14 +13327,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16047,84 +13398,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `no_card`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16134,18 +13452,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            /** @description Not available now or on this server (server_error). Codes: `payments_unavailable`, `unavailable`. Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (5). */
@@ -16153,15 +13463,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16192,54 +13493,48 @@ export interface operations {
                     "application/json": components["schemas"]["CardSetup"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Malformed request or invalid field (invalid_request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16249,18 +13544,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            /** @description Not available now or on this server (server_error). Codes: `payments_unavailable`, `unavailable`. Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (5). */
@@ -16268,15 +13555,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16334,102 +13612,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The plan does not allow this (payment_required). */
+            /** @description The plan or the balance does not cover this (payment_required). Codes: `card_needs_attention`. */
             402: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "payment_required",
-                     *         "message": "The balance ($0.04) cannot cover a minute ($0.10); add funds (POST /v1/billing/top_ups) or turn on auto top-up (PUT /v1/billing/settings)",
-                     *         "code": "insufficient_balance"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `no_card`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16439,18 +13675,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            /** @description Not available now or on this server (server_error). Codes: `payments_unavailable`, `unavailable`. Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (5). */
@@ -16458,15 +13686,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16525,65 +13744,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "authentication",
-                     *         "message": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role cannot do this (permission). */
+            /** @description The caller may not do this (permission). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "permission",
-                     *         "message": "This role cannot do this"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "rate_limit",
-                     *         "message": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16593,14 +13780,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16637,14 +13816,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16654,18 +13834,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            /** @description Not available now or on this server (server_error). Codes: `payments_unavailable`, `unavailable`. Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (5). */
@@ -16673,15 +13845,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16714,31 +13877,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16748,14 +13895,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16789,50 +13928,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `starting`, `runner_refused`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16842,18 +13955,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            /** @description Not available now or on this server (server_error). Codes: `runner_unavailable`, `unavailable`. Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (5). */
@@ -16861,15 +13966,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16938,50 +14034,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `starting`, `runner_refused`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "conflict",
-                     *         "message": "This question was already answered by the person",
-                     *         "code": "already_answered",
-                     *         "answered_by": "customer"
-                     *       }
-                     *     }
-                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -16991,18 +14070,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            /** @description Not available now or on this server (server_error). Codes: `runner_unavailable`, `unavailable`. Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (5). */
@@ -17010,15 +14081,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *         "code": "unavailable"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -17112,84 +14174,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "body has an unknown field \"promt\""
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description The plan does not allow this (payment_required). */
+            /** @description The plan or the balance does not cover this (payment_required). Codes: `insufficient_balance`, `auto_topup_limit_reached`, `card_needs_attention`. */
             402: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "The balance ($0.04) cannot cover a minute ($0.10); add funds (POST /v1/billing/top_ups) or turn on auto top-up (PUT /v1/billing/settings)",
-                     *       "code": "insufficient_balance"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `not_connected`, `task_running`, `request_id_in_use`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "This question was already answered by the person",
-                     *       "code": "already_answered",
-                     *       "answered_by": "customer"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LegacyError"];
+                };
+            };
+            /** @description Too many requests (rate_limit). Codes: `concurrency_limit`. */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17199,15 +14237,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Something went wrong on our side; retry with backoff"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description The model cannot run on this server (model_unavailable). Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
+            /** @description Not available now or on this server (server_error). Codes: `model_unavailable`, `unavailable`. Or: PostgreSQL or Redis does not answer (down, restarting or stalled): server_error with code `unavailable`; nothing was lost, retry after `Retry-After` seconds (docs/operations.md). */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying (5). */
@@ -17215,12 +14248,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "The service is briefly unavailable (a backing service does not answer); retry in a few seconds",
-                     *       "code": "unavailable"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17327,69 +14354,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "body has an unknown field \"promt\""
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Conflicts with the current state (conflict). */
+            /** @description Conflicts with the current state (conflict). Codes: `already_answered`, `not_pending`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "This question was already answered by the person",
-                     *       "code": "already_answered",
-                     *       "answered_by": "customer"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LegacyError"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17399,11 +14408,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Something went wrong on our side; retry with backoff"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17499,53 +14503,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "body has an unknown field \"promt\""
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LegacyError"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17555,11 +14548,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Something went wrong on our side; retry with backoff"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17659,53 +14647,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "body has an unknown field \"promt\""
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LegacyError"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17715,11 +14692,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Something went wrong on our side; retry with backoff"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17820,53 +14792,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "body has an unknown field \"promt\""
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Request body too large (invalid_request). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LegacyError"];
+                };
+            };
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17876,11 +14837,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Something went wrong on our side; retry with backoff"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17928,53 +14884,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "body has an unknown field \"promt\""
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description API key missing, malformed, wrong or revoked (authentication). */
+            /** @description Credentials missing, malformed, wrong or revoked (authentication). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Missing API key: send Authorization: Bearer <API_KEY>"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
-            /** @description Too many requests (rate_limit); on a task start, the plan's tasks at once are taken (concurrency_limit). */
+            /** @description Too many requests (rate_limit). */
             429: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Too many requests: at most 1000 per hour from one address; retry in 42 s"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -17984,11 +14920,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": "Something went wrong on our side; retry with backoff"
-                     *     }
-                     */
                     "application/json": components["schemas"]["LegacyError"];
                 };
             };
@@ -18044,14 +14975,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -18081,14 +15004,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -18121,31 +15036,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "invalid_request",
-                     *         "message": "body has an unknown field \"promt\""
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such object in this org, or no such route (not_found). */
+            /** @description No such object in this org (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "not_found",
-                     *         "message": "No task task_3k9xq7m2pd8w4tz1vn5c"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -18155,14 +15054,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -18201,14 +15092,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "type": "server_error",
-                     *         "message": "Something went wrong on our side; retry with backoff"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
