@@ -49,6 +49,8 @@ export function registerDesktopCommand(program: Command, io: DesktopCommandIo = 
       }
       const end = await runDesktopClient(options, io);
       if (end.reason === 'refused') {
+        // Not a mistake in the command line: the error alone, without the usage text after it.
+        command.showHelpAfterError(false);
         command.error(`error: the service refused the pairing code (${end.code}): ${end.message}`, { exitCode: 1, code: 'deskhand.refused' });
       }
     });

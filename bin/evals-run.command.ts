@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command, type CommanderError } from 'commander';
-import { apiFromEnv, errorMessage, requestJson, type EvalsApi } from './evals-api';
+import { apiFromEnv, errorMessage, requestJson, warnOnStderr, type EvalsApi } from './evals-api';
 import { followRun, type TestRun } from './evals-run-follow';
 import { runOutput } from './evals-run-output';
 
@@ -76,7 +76,7 @@ async function waitForRun(api: EvalsApi, run: TestRun, minPassRate: number | und
   let ended: TestRun | null;
   try {
     output.progress(run);
-    ended = await followRun(api, run.test_run_id, { signal: stop.signal, onRead: (reading) => output.progress(reading) });
+    ended = await followRun(api, run.test_run_id, { signal: stop.signal, onRead: (reading) => output.progress(reading), warn: warnOnStderr });
   } finally {
     process.off('SIGINT', onSigint);
   }

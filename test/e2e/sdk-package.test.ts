@@ -66,6 +66,37 @@ describe('the SDK as an integrator gets it (npm pack, installed in a scratch pro
     expect(checked.stdout).to.equal('');
   });
 
+  it("runs the README's snippet as written (type-checked, then with tsx) under the scripted model, printing the task's events to its end", async () => {
+    const readme = await readFile(path.join(root, 'README.md'), 'utf8');
+    const snippet = /^## The TypeScript SDK\n[\s\S]*?^```ts\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+    expect(snippet, "the README's SDK snippet").to.be.a('string');
+    await writeFile(path.join(scratch, 'hello.ts'), snippet!);
+    const tsconfig = {
+      compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, types: ['node'], typeRoots: [path.join(root, 'node_modules', '@types')] },
+      files: ['hello.ts'],
+    };
+    await writeFile(path.join(scratch, 'tsconfig.hello.json'), JSON.stringify(tsconfig));
+    const checked = await run(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.hello.json'], { cwd: scratch }).catch((error: { stdout: string }) => error);
+    expect(checked.stdout).to.equal('');
+
+    const { key } = await service.newOrg();
+    const connected = await connectDesktop(service, key);
+    try {
+      const tsx = path.join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+      const { stdout } = await run(process.execPath, [tsx, 'hello.ts'], {
+        cwd: scratch,
+        env: { ...process.env, DESKHAND_BASE_URL: service.baseUrl, DESKHAND_API_KEY: key, SESSION_CODE: connected.code },
+        timeout: 60_000,
+      });
+      const lines = stdout.trim().split('\n');
+      expect(lines[0]).to.match(/^started /);
+      expect(lines.at(-1)).to.equal('completed Said hello');
+      expect(lines.some((line) => line.startsWith('action ')), stdout).to.equal(true);
+    } finally {
+      await connected.client.close();
+    }
+  });
+
   it('drives a task on the reference desktop client: follows it, answers its question, sees it complete, verifies its webhooks', async () => {
     const { key } = await service.newOrg();
     const connected = await connectDesktop(service, key);

@@ -1,5 +1,6 @@
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -7,6 +8,7 @@ import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { testEnv } from '../support/environment';
 import { startTestService, waitFor, type TestService } from '../support/service';
 import { connectDesktop, script } from '../support/tasks';
+import { freePort } from '../support/web-process';
 
 const run = promisify(execFile);
 const bin = path.join(__dirname, '..', '..', 'bin', 'deskhand.js');
@@ -120,6 +122,39 @@ describe('npx deskhand: first-run friction', function () {
     expect(unknown.stderr).to.match(/refused \(404\)/);
     const noKey = await deskhand({ DESKHAND_API_KEY: '', DESKHAND_BASE_URL: service.baseUrl }, 'tasks', 'follow', 'task_nope');
     expect(noKey.stderr).to.include('DESKHAND_API_KEY is not set');
+  });
+
+  it('tasks follow against a port nobody listens on says so on stderr at once and keeps retrying', async () => {
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    const child = new Child(['tasks', 'follow', 'task_anything'], { DESKHAND_API_KEY: key, DESKHAND_BASE_URL: nowhere });
+    children.push(child);
+    // The bound on the command itself is test/integration/cli-unreachable.test.ts's; this one also takes in Node's start-up.
+    await waitFor(() => child.stderr.includes('cannot reach'), 10_000, 'the warning');
+    expect(child.stderr).to.match(new RegExp(`^deskhand: cannot reach ${nowhere} \\(DESKHAND_BASE_URL\\): connection refused; retrying for about \\d+ s \\(Ctrl\\+C stops\\)\\.\\n$`));
+    expect(child.process.exitCode).to.equal(null);
+  });
+
+  it('evals run and evals import against a port nobody listens on exit 1 with one line naming it', async () => {
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    const env = { DESKHAND_API_KEY: key, DESKHAND_BASE_URL: nowhere };
+    const cases = path.join(mkdtempSync(path.join(tmpdir(), 'friction-cli-')), 'cases.json');
+    writeFileSync(cases, JSON.stringify([{ key: 'one', start_state: 'macos-15', prompt: 'done "ok"' }]));
+    try {
+      for (const args of [['evals', 'run', '--set', 'ts_anything'], ['evals', 'import', cases]]) {
+        const result = await deskhand(env, ...args);
+        expect(result.code, args.join(' ')).to.equal(1);
+        expect(result.stderr, args.join(' ')).to.equal(`deskhand: cannot reach ${nowhere} (DESKHAND_BASE_URL): connection refused\n`);
+      }
+    } finally {
+      rmSync(path.dirname(cases), { recursive: true, force: true });
+    }
+  });
+
+  it('desktop with a code the service refuses prints the error alone, not the usage after it', async () => {
+    const refused = await deskhand({}, 'desktop', '--code', 'NOPE-NOPE', '--base-url', service.baseUrl);
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.match(/^error: the service refused the pairing code \(\w+\): .+\n$/);
+    expect(refused.stderr).not.to.include('Usage:');
   });
 
   it('desktop --help shows the base URL it really uses by default', async () => {
