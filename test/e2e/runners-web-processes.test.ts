@@ -56,7 +56,8 @@ describe('runners across two web processes', function () {
     const runner = await connectToA(token);
     const beat = setInterval(() => void runner.heartbeat().catch(() => undefined), 300);
     try {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      // A heartbeat web A has taken (it answers once it is recorded): the runner reads online on B.
+      expect(await runner.heartbeat()).to.deep.equal({ ok: true });
       expect((await readOnB(runner_id)).status).to.equal('online');
       await webA.stop('SIGKILL');
       const killedAt = Date.now();

@@ -201,8 +201,10 @@ describe('start states with the reference runner (a process)', function () {
         const afterClick = Number(await screen.getAttribute('data-frame'));
         await page.keyboard.type('Hello from the browser');
         await waitFor(async () => Number(await screen.getAttribute('data-frame')) > afterClick, 10_000, 'the screen to change after typing');
+        // The page sends the key to the machine; the service answers once the machine has carried it out.
+        const keySent = page.waitForResponse((response) => response.url().endsWith('/input') && (response.request().postData() ?? '').includes('"cmd+s"'), { timeout: 10_000 });
         await page.keyboard.press('Meta+s');
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        expect((await keySent).status()).to.equal(200);
       } finally {
         await browser?.close();
       }
@@ -234,7 +236,13 @@ describe('start states with the reference runner (a process)', function () {
     const made = await Promise.all(Array.from({ length: 5 }, (_, i) => api('POST', '/v1/start_states', { name: `open ${i}`, from: 'macos-slots', method: 'hand' })));
     expect(made.map((response) => response.status)).to.deep.equal([200, 200, 200, 200, 200]);
     await waitFor(async () => (await api('GET', `/v1/runners/${rack.runner_id}`)).body.busy === 2, 10_000, 'two machines');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Each request placed its machine or left it waiting in its own transaction; a placement pass
+    // (one the runner's hello queued) is the other way a machine is placed. Once none is queued
+    // or running, and one more has run here, a slot still free would have been taken.
+    const evals = service.running.container.queues.queue('evals');
+    const passQueued = async () => (await evals.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).some((job) => job.name === 'use-free-slots');
+    await waitFor(async () => !(await passQueued()), 10_000, 'the queued placement passes to have run');
+    await service.running.container.machines.placeWaiting();
     expect((await api('GET', `/v1/runners/${rack.runner_id}`)).body.busy).to.equal(2);
     for (const response of made) expect((await api('DELETE', `/v1/start_states/${response.body.start_state_id}`)).status).to.equal(200);
     await waitFor(async () => (await api('GET', `/v1/runners/${rack.runner_id}`)).body.busy === 0, 10_000, 'every machine let go');
@@ -264,7 +272,8 @@ describe('start states with the reference runner (a process)', function () {
     const made = await api('POST', '/v1/start_states', { name: 'survives a runner', from: 'macos-kill', method: 'script', script: 'echo survived > $HOME/Documents/ok.txt' });
     expect(made.status, JSON.stringify(made.body)).to.equal(200);
     await waitFor(() => service.running.container.db('runner_commands').where({ runner_id: slow.runner_id, type: 'machine.make' }).first(), 10_000, 'the make sent');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The runner has it and is booting the machine once its heartbeat counts the machine as busy.
+    await waitFor(async () => (await service.running.container.db('runners').where({ id: slow.runner_id }).first('busy')).busy >= 1, 10_000, 'the runner to boot the machine');
     slow.process.child.kill('SIGKILL');
     await slow.process.exited;
     const fast = await startRunner('fast rack', '--images', 'macos-kill');

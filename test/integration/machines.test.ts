@@ -69,8 +69,13 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
     const made = await Promise.all(Array.from({ length: 6 }, (_, i) => createState({ name: `open ${i}`, from: 'slots-image', method: 'hand' })));
     expect(made.map((s) => s.status)).to.deep.equal(Array(6).fill('open'));
     await waitFor(async () => (await db()('machines').where({ runner_id: runnerId, status: 'running' })).length === 2, 5000, 'two machines running');
-    // Give any over-placement a chance to show.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Each request placed its machine or left it waiting in its own transaction. What else places
+    // machines is a placement pass (one the runner's hello queued): once none is queued or running,
+    // and one more has run here, a slot still free would have been taken.
+    const evals = service.running.container.queues.queue('evals');
+    const passQueued = async () => (await evals.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).some((job) => job.name === 'use-free-slots');
+    await waitFor(async () => !(await passQueued()), 5000, 'the queued placement passes to have run');
+    await service.running.container.machines.placeWaiting();
     expect(await db()('machines').where({ status: 'waiting' }).whereIn('owner_id', made.map((s) => s.start_state_id))).to.have.length(4);
     expect((await api('GET', `/v1/runners/${runnerId}`)).body.busy).to.equal(2);
 
@@ -131,11 +136,26 @@ describe('machines and start states on scripted runners (docs/runners.md, docs/e
 
     expect((await api('DELETE', `/v1/start_states/${open.start_state_id}`)).status).to.equal(200);
     const destroy = await waitFor(() => runner.commands.find((c) => c.type === 'machine.destroy' && c.machine_id === machine.id), 5000, 'the destroy');
-    const ack = await runner.done(destroy.command_id, { result: {} });
-    expect(ack.ok, JSON.stringify(ack)).to.equal(true);
-    expect((await db()('machines').where({ id: machine.id }).first()).status).to.equal('destroyed');
-    // The owner would be told just after the acknowledgement: give it the time to show.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Just after the acknowledgement, what the destroy means goes out in one go (`tellOfChange`):
+    // the owner's notice (none is wanted), then the placement pass its freed slot asks for. Once
+    // that pass is queued, a notice would have been queued before it, on the same queue.
+    const machines = service.running.container.machines;
+    const passes: Array<Promise<void>> = [];
+    const placeSoon = machines.placeSoon.bind(machines);
+    machines.placeSoon = () => {
+      const queued = placeSoon();
+      passes.push(queued);
+      return queued;
+    };
+    try {
+      const ack = await runner.done(destroy.command_id, { result: {} });
+      expect(ack.ok, JSON.stringify(ack)).to.equal(true);
+      expect((await db()('machines').where({ id: machine.id }).first()).status).to.equal('destroyed');
+      await waitFor(() => passes.length > 0, 5000, 'the placement pass the destroy queues');
+      await passes[0];
+    } finally {
+      machines.placeSoon = placeSoon;
+    }
     expect(await advances(open.start_state_id)).to.deep.equal([]);
   });
 

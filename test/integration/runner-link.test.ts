@@ -6,6 +6,7 @@ import { io as connect, type Socket as ClientSocket } from 'socket.io-client';
 import { RunnerLink, RUNNERS_NAMESPACE, RunnerEvents, runnerRoom } from '../../shared/runners/runner-link';
 import { createRedis, type Redis } from '../../shared/redis';
 import { testConfig } from '../support/environment';
+import { waitFor } from '../support/service';
 
 /**
  * A web process sends its commands through its own `/runners` namespace: a runner connected to
@@ -28,8 +29,8 @@ describe('RunnerLink in a web process', () => {
     await redis.quit();
     runner = connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}${RUNNERS_NAMESPACE}`, { transports: ['websocket'] });
     await new Promise<void>((resolve) => runner.once('connect', () => resolve()));
-    // The server joins it to its room in the connection handler; a round trip makes sure it has.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The server joins it to its room in the connection handler: wait until the room holds it.
+    await waitFor(() => ioServer.of(RUNNERS_NAMESPACE).adapter.rooms.get(runnerRoom('rn_here'))?.size, 5_000, 'the runner in its room');
   });
 
   afterEach(async () => {
@@ -56,11 +57,23 @@ describe('RunnerLink in a web process', () => {
   });
 
   it('without the namespace, reaches runners only through Redis (so here, not at all)', async () => {
+    // The link's one way out: a PUBLISH, which the closed connection refuses.
+    const published: string[] = [];
+    const publish = redis.publish.bind(redis);
+    redis.publish = ((channel: string, message: string | Buffer) => {
+      published.push(channel);
+      return publish(channel, message);
+    }) as typeof redis.publish;
     const link = new RunnerLink(redis, testConfig().redisPrefix);
-    let heard = false;
-    runner.once(RunnerEvents.command, () => (heard = true));
+    const heard: string[] = [];
+    runner.on(RunnerEvents.command, () => heard.push('command'));
+    runner.on('barrier', () => heard.push('barrier'));
     link.command('rn_here', command);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(heard).to.equal(false);
+    expect(published).to.have.length(1);
+    // A later message through the namespace: a command sent through it would have come first.
+    const barrier = new Promise((resolve) => runner.once('barrier', resolve));
+    ioServer.of(RUNNERS_NAMESPACE).to(runnerRoom('rn_here')).emit('barrier');
+    await barrier;
+    expect(heard).to.deep.equal(['barrier']);
   });
 });

@@ -216,8 +216,12 @@ describe('runners (docs/runners.md)', function () {
       const second = runner();
       expect((await second.hello(made.token)).ok).to.equal(true);
       await waitFor(() => first.socket.disconnected, 3_000, 'the older connection to close');
-      // The older connection's goodbye does not take the newer one offline.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The older connection's goodbye does not take the newer one offline. Its goodbye releases
+      // the runner (for that connection only), then queues the check of a runner gone: once the
+      // check is queued, the release is done.
+      const evals = service.running.container.queues.queue('evals');
+      const checkQueued = async () => (await evals.getJobs(['delayed', 'waiting'])).some((job) => job.name === 'runner-check' && job.data.runner_id === made.runner_id);
+      await waitFor(checkQueued, 3_000, 'the older connection\'s goodbye');
       expect(await status(made.runner_id)).to.equal('online');
       expect(await second.heartbeat()).to.deep.equal({ ok: true });
     });

@@ -12,7 +12,7 @@ import {
   parseRetryAfter,
   type RetryInfo,
 } from '../../sdk/src/index';
-import { startTestService, type TestService } from '../support/service';
+import { startTestService, waitFor, type TestService } from '../support/service';
 
 interface Seen {
   method: string;
@@ -169,10 +169,8 @@ describe('SDK client: retries and errors (against a local server)', () => {
     const client = new Deskhand({ apiKey: 'k', baseUrl: server.baseUrl });
     const controller = new AbortController();
     const pending = client.tasks.get('task_1', {}, { signal: controller.signal }).catch((e: unknown) => e);
-    const waitUntil = async () => {
-      for (let i = 0; server.seen.length === 0 && i < 200; i++) await new Promise((r) => setTimeout(r, 5 * (i + 1)));
-    };
-    await waitUntil();
+    // Abort once the server has answered the first try, so the client is waiting out Retry-After.
+    await waitFor(() => server.seen.length > 0, 5_000, 'the first try to reach the server');
     controller.abort(new Error('caller gave up'));
     expect(await pending).to.be.instanceOf(Error).and.have.property('message', 'caller gave up');
   });

@@ -182,12 +182,27 @@ describe('sessions', () => {
       const { body } = await service.api(org.key, 'POST', '/v1/sessions', {});
       const first = desktop();
       await first.hello(body.code);
-      const second = desktop();
-      expect((await second.hello(body.code)).ok).to.equal(true);
-      await waitFor(() => !first.socket.connected, 5000, 'the older connection to close');
-      expect(second.socket.connected).to.equal(true);
+      // The web process marks a connection's session offline when the connection goes (`markOffline`):
+      // the older connection's mark is watched, to look at the session once it is done.
+      const { sessions } = service.running.container;
+      const markOffline = sessions.markOffline.bind(sessions);
+      const goodbyes: Array<Promise<void>> = [];
+      sessions.markOffline = (connection) => {
+        const marked = markOffline(connection);
+        goodbyes.push(marked);
+        return marked;
+      };
+      try {
+        const second = desktop();
+        expect((await second.hello(body.code)).ok).to.equal(true);
+        await waitFor(() => !first.socket.connected, 5000, 'the older connection to close');
+        expect(second.socket.connected).to.equal(true);
+        await waitFor(() => goodbyes.length === 1, 5000, 'the older connection\'s goodbye');
+        await goodbyes[0];
+      } finally {
+        sessions.markOffline = markOffline;
+      }
       // The older connection's goodbye does not take the session offline.
-      await new Promise((resolve) => setTimeout(resolve, 100));
       expect((await session(body.code)).status).to.equal('connected');
     });
 

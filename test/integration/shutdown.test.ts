@@ -79,7 +79,12 @@ describe('graceful shutdown', () => {
     const db = createKnex(staying.running.container.config.databaseUrl, { min: 0, max: 1 });
     try {
       expect((await leaving.running.stop()).clean).to.equal(true);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The only way from one web process to another's computers is Redis (socket.io's adapter),
+      // whose messages arrive in the order they were published. A message published now reaches
+      // the computer on the staying process after anything the leaving one sent while it stopped:
+      // once it has arrived, a close sent that way would have closed the connection first.
+      staying.running.container.link.show(here.code, { kind: 'banner', task_id: 'task_after_shutdown', agent_name: 'After', running: false });
+      await waitFor(() => here.lines.some((line) => (line as { task_id?: string }).task_id === 'task_after_shutdown'), 5_000, 'a later message to reach the staying computer');
       const status = async (code: string) => (await db('sessions').where({ code }).first()).status;
       expect(await status(there.code)).to.equal('disconnected');
       expect(await status(here.code)).to.equal('connected');

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { startTestService, type TestService } from '../support/service';
+import { startTestService, waitFor, type TestService } from '../support/service';
 import { completeIfDone } from '../../shared/test-runs/try-flow';
 
 describe('tries and runs (TryFlow) on PostgreSQL', function () {
@@ -31,9 +31,11 @@ describe('tries and runs (TryFlow) on PostgreSQL', function () {
         await first('tries').where({ id: `try_${runId}_1` }).update({ status: 'passed' });
         await second('tries').where({ id: `try_${runId}_2` }).update({ status: 'passed' });
         await completeIfDone(first, runId);
+        const { rows: [{ pid }] } = await second.raw('select pg_backend_pid() as pid');
         const secondAsks = completeIfDone(second, runId);
-        // The first commits while the second is asking (or waiting to).
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // The first commits once PostgreSQL shows the second waiting for a lock the first holds.
+        const waitsForLock = async () => (await db.raw("select 1 from pg_stat_activity where pid = ? and wait_event_type = 'Lock'", [pid])).rows.length > 0;
+        await waitFor(waitsForLock, 5_000, 'the second to wait for the first');
         await first.commit();
         await secondAsks;
         await second.commit();
