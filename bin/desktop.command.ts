@@ -14,7 +14,7 @@ import type { DesktopClientEnd, DesktopClientOptions } from '../shared/simulator
 export type DesktopCommandIo = JsonLinesIo;
 
 /** The parsed options are the client's own, less what only code sets (output, path, pacing). */
-type DesktopCommandOptions = Omit<DesktopClientOptions, 'out' | 'path' | 'reconnectDelayMs'>;
+type DesktopCommandOptions = Omit<DesktopClientOptions, 'out' | 'path' | 'reconnectDelayMs'> & { display?: string };
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
@@ -25,9 +25,10 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 export function registerDesktopCommand(program: Command, io: DesktopCommandIo = jsonLinesIo()): Command {
   return program
     .command('desktop')
-    .description('Serve a simulated computer to the service with a pairing code (the reference desktop client).')
+    .description('Serve a simulated computer to the service with a pairing code (the reference desktop client), or with --display the real Linux desktop on that X display.')
     .requiredOption('--code <code>', 'pairing code, e.g. ABCD-EFGH', parseCode)
     .option('--base-url <url>', BASE_URL_HELP, parseBaseUrl, defaultBaseUrl())
+    .option('--display <:N>', 'run the Linux desktop app (desktop/) on this X display instead of a simulated computer; the accessibility bus is found through $DBUS_SESSION_BUS_ADDRESS', parseDisplay)
     .addOption(new Option('--os <os>', 'which system to pretend to be').choices(['mac', 'windows']).default('mac'))
     .option('--app-version <version>', 'reported app version (X.Y.Z); before 1.0.20 no element info and no page addresses', parseVersion, '1.0.20')
     .option('--name <name>', 'reported device name', parseName, hostname())
@@ -47,7 +48,7 @@ export function registerDesktopCommand(program: Command, io: DesktopCommandIo = 
       } catch (error) {
         command.error(`error: ${(error as Error).message}`, { exitCode: 2, code: 'deskhand.invalidBaseUrl' });
       }
-      const end = await runDesktopClient(options, io);
+      const end = options.display ? await runLinuxApp(options, options.display, io, command) : await runDesktopClient(options, io);
       if (end.reason === 'refused') {
         // Not a mistake in the command line: the error alone, without the usage text after it.
         command.showHelpAfterError(false);
@@ -70,6 +71,33 @@ async function runDesktopClient(options: DesktopCommandOptions, io: DesktopComma
   } finally {
     for (const signal of STOP_SIGNALS) io.signals.off(signal, stop);
   }
+}
+
+/**
+ * Runs the Linux desktop app (the same app as `deskhand-desktop`) on the X display `display`;
+ * the simulated computer's options (`--os`, `--width`, the scripted person) do not apply.
+ */
+async function runLinuxApp(options: DesktopCommandOptions, display: string, io: DesktopCommandIo, command: Command): Promise<DesktopClientEnd> {
+  const { startLinuxApp } = require('../desktop/src/app') as typeof import('../desktop/src/app');
+  let app: Awaited<ReturnType<typeof startLinuxApp>>;
+  try {
+    app = await startLinuxApp({ baseUrl: options.baseUrl, code: options.code, display, name: options.name, out: (line) => io.out(line), onUnreachable: (message) => io.warn?.(message) });
+  } catch (error) {
+    command.showHelpAfterError(false);
+    return command.error(`error: cannot drive the display ${display}: ${(error as Error).message}`, { exitCode: 1, code: 'deskhand.noDisplay' });
+  }
+  const stop = (): void => void app.close();
+  for (const signal of STOP_SIGNALS) io.signals.once(signal, stop);
+  try {
+    return await app.finished;
+  } finally {
+    for (const signal of STOP_SIGNALS) io.signals.off(signal, stop);
+  }
+}
+
+function parseDisplay(value: string): string {
+  if (!/^[\w.-]*:\d+(\.\d+)?$/.test(value.trim())) throw new InvalidArgumentError('An X display is written :N, such as :0 or :99.');
+  return value.trim();
 }
 
 function parseCode(value: string): string {

@@ -1,9 +1,12 @@
 /**
- * The Linux (X11) computer's parts, one module per concern: the X connection, the screen, input
- * (XTEST), the window list (EWMH), waiting for a still screen, the accessibility tree (AT-SPI),
- * role mapping and hit-testing. The desktop app (pairing, the protocol client, the person's
- * window) is not built yet; docs/linux-desktop.md says what is.
+ * The Linux (X11) desktop app: `LinuxComputer` (the one computer interface the simulated computer
+ * serves too) composed of one module per concern: the X connection, the screen, input (XTEST),
+ * the window list (EWMH), waiting for a still screen, the accessibility tree (AT-SPI), role
+ * mapping and hit-testing; `startLinuxApp` pairs it with the service through the shared protocol
+ * client. The person's window is not built yet; docs/linux-desktop.md says what is.
  */
+export { startLinuxApp, desktopAppVersion, type LinuxApp, type LinuxAppOptions } from './app';
+export { LinuxComputer, invalidAction, MAX_WAIT_MS, type LinuxComputerOptions } from './linux-computer';
 export { X11Connection } from './x11-connection';
 export { ScreenCapture, toRgba, type Frame } from './screen-capture';
 export { XInput, InputError, parseCombo, keysymOfCharacter, PIXELS_PER_NOTCH } from './input';

@@ -6,6 +6,8 @@
  * (what it presses). Lookups are by the lowercase spelling.
  */
 
+import type { DesktopOs } from './os';
+
 export type Modifier = 'cmd' | 'ctrl' | 'alt' | 'shift' | 'fn';
 
 /** Spellings of the modifiers. The system key (`super`, `meta`, `win`) is `cmd`; models' backends place it per system first. */
@@ -62,3 +64,24 @@ export const KEY_NAMES: Readonly<Record<string, string>> = Object.freeze({
 
 /** The protocol's name of a non-modifier key spelled `spelling` (already lowercase). */
 export const keyName = (spelling: string): string => KEY_NAMES[spelling] ?? spelling;
+
+/** Spellings of the system key (the Apple key, the Windows key, Super on Linux). */
+export const SYSTEM_KEY_SPELLINGS: ReadonlySet<string> = new Set(['super', 'super_l', 'super_r', 'meta', 'win', 'windows']);
+
+/** The protocol's name of the system key on each system: `cmd` on a Mac, `win` on Windows, `super` on Linux. */
+export const SYSTEM_KEY: Readonly<Record<DesktopOs, string>> = Object.freeze({ mac: 'cmd', windows: 'win', linux: 'super' });
+
+/** The modifier of app shortcuts (copy, save, the address bar): Cmd on a Mac, Ctrl on Windows and Linux. */
+export const SHORTCUT_MODIFIER: Readonly<Record<DesktopOs, 'cmd' | 'ctrl'>> = Object.freeze({ mac: 'cmd', windows: 'ctrl', linux: 'ctrl' });
+
+/**
+ * One key of a combo on `os`, by its protocol name: the system key's spellings become the
+ * system's own (`SYSTEM_KEY`), and `cmd` becomes `ctrl` where app shortcuts use Ctrl, as a
+ * person switching systems would press it.
+ */
+export function keyForOs(spelling: string, os: DesktopOs): string {
+  const lower = spelling.toLowerCase();
+  if (SYSTEM_KEY_SPELLINGS.has(lower)) return SYSTEM_KEY[os];
+  const key = MODIFIER_NAMES[lower] ?? keyName(lower);
+  return key === 'cmd' ? SHORTCUT_MODIFIER[os] : key;
+}

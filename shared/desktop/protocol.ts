@@ -24,7 +24,7 @@ export interface Rect {
 
 /** What the app reports about the computer when it connects. */
 export interface DeviceInfo {
-  /** `mac` or `windows` (other systems may follow). */
+  /** `mac`, `windows` or `linux` (shared/desktop/os.ts). */
   os: string;
   name: string;
   width: number;
@@ -34,7 +34,10 @@ export interface DeviceInfo {
 
 /** What the app can report; decides which guardrails can be checked on this computer. */
 export interface Capabilities {
-  /** A Mac app with Accessibility permission; without it the app cannot see or police steps. */
+  /**
+   * A Mac app with Accessibility permission, a Linux app that reached the desktop's accessibility
+   * bus (AT-SPI); without it the app cannot see or police steps.
+   */
   accessibility: boolean;
   /** The app reports the address of the page shown in a browser (macOS, app 1.0.20 or later). */
   page_addresses: boolean;

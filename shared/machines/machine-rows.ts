@@ -18,7 +18,7 @@ export const machineEnded = (status: MachineStatus): boolean => status === 'fail
 /** Who a machine is for; told of its changes (`NotifyOwner`). */
 export type MachineOwnerKind = 'start_state' | 'try';
 
-/** `mac` or `windows` for the reference runner's images; another runner's image names its own. */
+/** `mac`, `windows` or `linux` (`osOfImage`); another runner's image names its own. */
 export type MachineOs = string;
 
 export interface MachineRow {
@@ -68,11 +68,8 @@ export type CommandAnswer =
   | { command_id: string; ok: false; error: { code: string; message: string }; result?: Record<string, unknown> };
 
 /**
- * An image's OS by its id: `macos…` is a Mac, `windows…` a Windows PC (docs/evals.md); any other
- * image is named by its first word (`ubuntu-24` is `ubuntu`).
+ * An image's OS by its id (shared/desktop/os.ts, the one rule the simulated hypervisor uses too):
+ * `macos…` is `mac`, `windows…` is `windows`, a Linux distribution's id (`debian-12`) is `linux`,
+ * any other image is named by its first word.
  */
-export function osOfImage(image: string): MachineOs {
-  if (image.startsWith('macos')) return 'mac';
-  if (image.startsWith('windows')) return 'windows';
-  return image.split(/[-_.\s]/)[0] || image;
-}
+export { osOfImage } from '../desktop/os';

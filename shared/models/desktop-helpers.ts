@@ -3,31 +3,31 @@
  * desktop actions: app names per system, where a label is on screen, how keys are written.
  */
 import type { DesktopAction, Observation, Rect } from '../desktop/protocol';
-import { keyName, MODIFIER_NAMES } from '../desktop/keys';
+import { keyForOs, SHORTCUT_MODIFIER } from '../desktop/keys';
+import type { DesktopOs } from '../desktop/os';
 import { actionFailures, outcomeText } from './agent-tools';
 import type { TurnOutcome } from './model.types';
 
-export type DesktopOs = 'mac' | 'windows';
-
-/** Anything but `windows` is treated like a Mac (the only two systems the apps run on). */
-export function desktopOs(os: string): DesktopOs {
-  return os.trim().toLowerCase() === 'windows' ? 'windows' : 'mac';
-}
+/** `mac`, `windows` or `linux`; anything else is treated like a Mac (shared/desktop/os.ts). */
+export { desktopOs, type DesktopOs } from '../desktop/os';
 
 /**
  * The generic app names of docs/simulator.md, what each system calls them, and what the Windows
  * taskbar button shows (the simulator's tooltip label, as on a real taskbar).
  */
-export const APPS: Readonly<Record<string, { mac: string; windows: string; taskbar: string }>> = Object.freeze({
-  Browser: { mac: 'Safari', windows: 'msedge.exe', taskbar: 'Microsoft Edge' },
-  Mail: { mac: 'Mail', windows: 'outlook.exe', taskbar: 'Outlook' },
-  Files: { mac: 'Finder', windows: 'explorer.exe', taskbar: 'File Explorer' },
-  Settings: { mac: 'System Settings', windows: 'SystemSettings.exe', taskbar: 'Settings' },
-  Store: { mac: 'App Store', windows: 'WinStore.App.exe', taskbar: 'Microsoft Store' },
-  Notes: { mac: 'TextEdit', windows: 'notepad.exe', taskbar: 'Notepad' },
+type AppNames = Record<DesktopOs, string> & { taskbar: string };
+
+/** On Linux, the app as the window list names it (WM_CLASS class in lower case, docs/linux-desktop.md). */
+export const APPS: Readonly<Record<string, AppNames>> = Object.freeze({
+  Browser: { mac: 'Safari', windows: 'msedge.exe', linux: 'chromium', taskbar: 'Microsoft Edge' },
+  Mail: { mac: 'Mail', windows: 'outlook.exe', linux: 'thunderbird', taskbar: 'Outlook' },
+  Files: { mac: 'Finder', windows: 'explorer.exe', linux: 'thunar', taskbar: 'File Explorer' },
+  Settings: { mac: 'System Settings', windows: 'SystemSettings.exe', linux: 'xfce4-settings-manager', taskbar: 'Settings' },
+  Store: { mac: 'App Store', windows: 'WinStore.App.exe', linux: 'gnome-software', taskbar: 'Microsoft Store' },
+  Notes: { mac: 'TextEdit', windows: 'notepad.exe', linux: 'mousepad', taskbar: 'Notepad' },
 });
 
-function appEntry(name: string): { mac: string; windows: string; taskbar: string } | null {
+function appEntry(name: string): AppNames | null {
   const wanted = name.trim().toLowerCase();
   const key = Object.keys(APPS).find((generic) => generic.toLowerCase() === wanted);
   return key ? APPS[key] : null;
@@ -88,34 +88,27 @@ export function currentUrl(observation: Observation | null): string | null {
   return observation?.windows.find((w) => typeof w.url === 'string' && w.url !== '')?.url ?? null;
 }
 
-/** Spellings of the system key, which is `cmd` on a Mac and `win` on Windows. */
-const SYSTEM_KEYS: ReadonlySet<string> = new Set(['super', 'super_l', 'super_r', 'meta', 'win', 'windows']);
-
 /**
  * Writes a key combo the protocol's way: lowercase names joined with `+` (`cmd+enter`), with
- * common aliases (`Return`, `Control`, `ArrowUp`…) mapped. On Windows `cmd` becomes `ctrl`, as
- * a person switching systems would press it. The system key (`super`, `meta`, `win`) is `cmd` on
- * a Mac and `win` on Windows. Returns null for an empty combo.
+ * common aliases (`Return`, `Control`, `ArrowUp`…) mapped. On Windows and Linux `cmd` becomes
+ * `ctrl`, as a person switching systems would press it. The system key (`super`, `meta`, `win`)
+ * is `cmd` on a Mac, `win` on Windows and `super` on Linux (shared/desktop/keys.ts). Returns null
+ * for an empty combo.
  */
 export function normalizeCombo(combo: string, os: DesktopOs): string | null {
   const parts = combo
     .split('+')
     .map((p) => p.trim())
     .filter((p) => p !== '')
-    .map((p) => {
-      const lower = p.toLowerCase();
-      if (SYSTEM_KEYS.has(lower)) return os === 'windows' ? 'win' : 'cmd';
-      const key = MODIFIER_NAMES[lower] ?? keyName(lower);
-      return os === 'windows' && key === 'cmd' ? 'ctrl' : key;
-    });
+    .map((p) => keyForOs(p, os));
   // A lone "+" means the plus key itself.
   if (parts.length === 0) return combo.includes('+') ? 'plus' : null;
   return parts.join('+');
 }
 
-/** The modifier for app shortcuts: Cmd on a Mac, Ctrl on Windows. */
+/** The modifier for app shortcuts: Cmd on a Mac, Ctrl on Windows and Linux. */
 export function primaryModifier(os: DesktopOs): 'cmd' | 'ctrl' {
-  return os === 'windows' ? 'ctrl' : 'cmd';
+  return SHORTCUT_MODIFIER[os];
 }
 
 export type PlannedActions = { ok: true; actions: DesktopAction[] } | { ok: false; error: string };
@@ -123,10 +116,14 @@ export type PlannedActions = { ok: true; actions: DesktopAction[] } | { ok: fals
 /**
  * How a person opens an app: on a Mac through Spotlight (Cmd+Space, the app's name, Enter); on
  * Windows by clicking the app's taskbar button, found by the app's Windows name (`msedge.exe`)
- * or by what the button shows (`Microsoft Edge`).
+ * or by what the button shows (`Microsoft Edge`). On Linux not yet: the step fails, saying so.
  */
 export function openAppActions(app: string, os: DesktopOs, observation: Observation | null): PlannedActions {
   const name = systemAppName(app, os);
+  if (os === 'linux') {
+    // No launcher is agreed with the Linux app yet (docs/linux-desktop.md, what is not done).
+    return { ok: false, error: `Opening an app is not available on Linux yet; ${name} must be open already` };
+  }
   if (os === 'mac') {
     return {
       ok: true,
@@ -184,7 +181,7 @@ export function scrollDelta(direction: unknown, horizontal: number, vertical: nu
 
 /** The browser's Back or Forward shortcut. */
 export function historyKeys(direction: 'back' | 'forward', os: DesktopOs): string {
-  if (os === 'windows') return direction === 'back' ? 'alt+left' : 'alt+right';
+  if (os !== 'mac') return direction === 'back' ? 'alt+left' : 'alt+right';
   return direction === 'back' ? 'cmd+[' : 'cmd+]';
 }
 

@@ -1,12 +1,12 @@
 import type { Socket } from 'socket.io-client';
-import { serviceSocket } from '../service-socket';
+import { serviceSocket } from '../../desktop/service-socket';
 import { CommandJournal } from './command-journal';
 import { DiskStore } from './disk-store';
 import { carryOutCommand } from './machine-commands';
 import { inputReply, screenReply } from './machine-console';
 import { RunnerProtocolEvents as Events, type CommandDone, type HelloReply, type RunnerCommand, type RunnerHello } from './runner-protocol';
 import { SimulatedHypervisor } from './simulated-hypervisor';
-import { unreachableMessage } from '../desktop-client';
+import { unreachableMessage } from '../../desktop/desktop-app-client';
 
 /**
  * The reference runner (`npx deskhand runner`, docs/reference-runner.md): it connects out to the service's

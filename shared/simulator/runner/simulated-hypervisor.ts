@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { SimulatedOs } from '../apps.catalog';
+import { osOfImage } from '../../desktop/os';
 import { DesktopClient } from '../desktop-client';
 import { MachineDisk } from '../machine-disk';
 import { SimulatedComputer } from '../simulated-computer';
@@ -67,9 +67,10 @@ export class SimulatedHypervisor {
     const disk = asDiskRef(args.disk);
     const code = (args.session as { code?: unknown } | undefined)?.code;
     if (typeof code !== 'string' || !code) throw new CommandError('failed', 'machine.make needs session.code, the pairing code.');
-    const os = args.os ?? osOfImage(disk.image);
-    if (os !== 'mac' && os !== 'windows') throw new CommandError('failed', `os is mac or windows, not ${String(os)}.`);
     if (!this.options.images.includes(disk.image)) throw new CommandError('no_such_image', `This runner has no image "${disk.image}"; it has ${this.options.images.join(', ')}.`);
+    // The one image → OS rule (shared/desktop/os.ts); the simulator can be a Mac or a Windows PC.
+    const os = args.os ?? osOfImage(disk.image);
+    if (os !== 'mac' && os !== 'windows') throw new CommandError('failed', `This runner simulates mac or windows computers, not ${String(os)} (image "${disk.image}").`);
     const loaded = await this.loadDisk(disk);
     await loaded.ready();
     // Checked after the disk is read, with nothing awaited before the machine takes its slot.
@@ -180,10 +181,6 @@ export class SimulatedHypervisor {
   }
 }
 
-/** An image id starting `windows` is a Windows PC; anything else (`macos-…`) a Mac. */
-export function osOfImage(image: string): SimulatedOs {
-  return image.startsWith('windows') ? 'windows' : 'mac';
-}
 
 function asDiskRef(value: unknown): DiskRef {
   const disk = value as Partial<DiskRef> | null | undefined;
