@@ -9,7 +9,7 @@ import { migrateLatest } from '../shared/db/knex';
 import { newId } from '../shared/ids';
 import { Notifier } from '../shared/notifier';
 import { newPairingCode } from '../shared/sessions/pairing-code';
-import { changeTask, decodeTaskNote, type TaskChangeDeps } from '../shared/tasks/task-change';
+import { changeTaskIfUnchanged, changeTaskLocked, decodeTaskNote, type TaskChange, type TaskChangeDeps } from '../shared/tasks/task-change';
 import { followerNotes, orgEventDispatch } from '../shared/tasks/task-change-observers';
 import { readTaskForChange } from '../shared/tasks/tasks.repository';
 import type { FollowLoadResult, FollowLoadStart } from './servers/follow-load';
@@ -23,7 +23,7 @@ import { dropRedisPrefix } from './support/redis-prefix';
  * TASKS tasks (running, on a connected session, made with SQL inserts) each have FOLLOWERS
  * followers in a load process: one keep-alive connection each, `wait_ms=25000`, asking again
  * with the returned cursor as soon as an answer arrives. A writer in this process appends events
- * at RATE per second, round-robin over the tasks, through the service's write path (`changeTask`
+ * at RATE per second, round-robin over the tasks, through the service's write path (`changeTaskIfUnchanged`
  * with `change.event(...)` from the row read with its version: one statement writing the update
  * and the event, then the PUBLISH of the task's note on its channel), and notes the time of each
  * publish. Wake-up latency is, for every event and every follower of
@@ -169,7 +169,7 @@ interface Writer {
 }
 
 /**
- * The notifier the writer's `changeTask` is given: notes the moment each new cursor is published
+ * The notifier the writer's change is given: notes the moment each new cursor is published
  * (just after the commit), then publishes it on the task's channel as the service does, or, for
  * the baseline, as `{ task_id, event }` on the baseline server's channel.
  */
@@ -191,7 +191,7 @@ class BenchNotifier extends Notifier {
 }
 
 /**
- * Events through the service's write path, for both phases: one `changeTask` with one
+ * Events through the service's write path, for both phases: one `changeTaskIfUnchanged` with one
  * `change.event` each, as the agent loop writes a step (the row read with its version, then one
  * statement writing the update and the event, then the publish), so that PostgreSQL and this
  * process carry the same write load whichever server the followers wait on.
@@ -219,8 +219,9 @@ function eventWriter(container: Container, taskIds: string[], baselineChannel: s
     published,
     async write(n) {
       const taskId = taskIds[n % taskIds.length]!;
-      const seen = await readTaskForChange(container.db, taskId);
-      await changeTask(deps, taskId, (change) => change.event('note', 'Bench event', { n }), seen);
+      const seen = (await readTaskForChange(container.db, taskId))!;
+      const note = (change: TaskChange) => change.event('note', 'Bench event', { n });
+      (await changeTaskIfUnchanged(deps, seen, note)) ?? (await changeTaskLocked(deps, taskId, note));
     },
   };
 }

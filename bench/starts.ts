@@ -5,7 +5,7 @@ import { dropRedisPrefix } from './support/redis-prefix';
 
 /**
  * `npm run bench -- starts`: what the org's account lock costs task starts. Every start of an
- * org's task takes that org's billing account lock (shared/billing, `admitStart`), so one org's
+ * org's task takes that org's billing account lock (shared/billing/start-admission.service.ts, `admitStart`), so one org's
  * starts happen one after another. BENCH_STARTS (default 200) computers, connected at once (the
  * steps bench's instant computers, in a process of their own), each get a task through `POST
  * /v1/sessions/{id}/tasks`, all sent at once: in one org (one lock), and as baseline in the same

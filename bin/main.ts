@@ -131,7 +131,7 @@ export function buildProgram(): Command {
     .action(async (options: { org: string; plan: string }) => {
       await withContainer(async (container) => {
         if (!(await container.orgs.exists(options.org))) throw new Error(`no org ${options.org}`);
-        const plan = await container.billing.setPlan(options.org, options.plan, { orgId: options.org, actor: null }, { operator: true });
+        const plan = await container.billing.levers.setPlan(options.org, options.plan, { orgId: options.org, actor: null }, { operator: true });
         printJson({ org_id: options.org, plan });
       });
     });
@@ -145,7 +145,7 @@ export function buildProgram(): Command {
     .action(async (options: { org: string; cents: number; note?: string }) => {
       await withContainer(async (container) => {
         if (!(await container.orgs.exists(options.org))) throw new Error(`no org ${options.org}`);
-        const entry = await container.billing.credit(options.org, options.cents, { orgId: options.org, actor: null }, options.note);
+        const entry = await container.billing.levers.credit(options.org, options.cents, { orgId: options.org, actor: null }, options.note);
         printJson({ org_id: options.org, balance_cents: entry.balance_after_cents, entry });
       });
     });

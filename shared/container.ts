@@ -39,7 +39,7 @@ import { secretToType, stepToClick } from './evals/customer';
 import { TestCasesService } from './test-cases/test-cases.service';
 import { TestSetsService } from './test-sets/test-sets.service';
 import { IdempotencyService } from './idempotency/idempotency.service';
-import { BillingService } from './billing/billing.service';
+import { createBillingServices, type BillingServices } from './billing/billing-services';
 import { stripeProvider } from './billing/payment-provider';
 
 /**
@@ -98,8 +98,8 @@ export interface Container {
   tryFlow: TryFlow;
   testCases: TestCasesService;
   testSets: TestSetsService;
-  /** Plans, balance and ledger, payments, the limits of a task start, metering. */
-  billing: BillingService;
+  /** Billing, one service per concern: reads, levers, payments, providerWebhook, admission (a task start's limits), metering. */
+  billing: BillingServices;
   /** Closes queues, Redis, outbound HTTP and the database pool, in that order. */
   close(): Promise<void>;
 }
@@ -135,9 +135,9 @@ export function createContainer(
   const agents = new AgentService({ db, config, resolve: options.hostResolver });
   // Every org has exactly one default agent from its first moment.
   orgs.onCreated((trx, orgId, actor) => agents.createDefaultAgent(trx, orgId, actor));
-  const billing = new BillingService({ db, clock, provider: config.payments ? stripeProvider(config.payments) : null, logger: logger.child({ scope: 'billing' }), defaultPlanId: config.defaultPlanId });
+  const billing = createBillingServices({ db, clock, provider: config.payments ? stripeProvider(config.payments) : null, logger: logger.child({ scope: 'billing' }), defaultPlanId: config.defaultPlanId });
   // Every org has a billing account, on the free plan, from its first moment.
-  orgs.onCreated((trx, orgId) => billing.onOrgCreated(trx, orgId));
+  orgs.onCreated((trx, orgId) => billing.levers.onOrgCreated(trx, orgId));
   const agentFiles = new AgentFileService({ db });
   const link = new ComputerLink(redis, config.redisPrefix);
   const sessionCreations = createKeyedLimiter({ redis, prefix: config.redisPrefix, name: 'sessions', points: config.sessionsPerHour, durationSeconds: 3600 });
@@ -166,7 +166,7 @@ export function createContainer(
   const models = createModelRegistry(modelConfig);
   // After a task change commits: its followers hear of it, its org events go to the webhooks queue.
   // A start state built by an instruction advances when its task ends.
-  const observers: TaskChangeObserver[] = [followerNotes(notifier), orgEventDispatch(queues), startStateTasks({ db, queues }), tryTasks({ queues }), ...(options.observers ?? [])];
+  const observers: TaskChangeObserver[] = [followerNotes(notifier), orgEventDispatch(queues), startStateTasks({ db, queues, clock }), tryTasks({ queues, clock }), ...(options.observers ?? [])];
   const loop = new TaskLoop({
     db,
     clock,
@@ -216,6 +216,7 @@ export function createContainer(
   });
   startStateFlow = new StartStateFlow({
     db,
+    clock,
     queues,
     logger: logger.child({ scope: 'start-states' }),
     machines,
@@ -227,6 +228,7 @@ export function createContainer(
   const evalModels = createEvalModels(modelConfig);
   tryFlow = new TryFlow({
     db,
+    clock,
     queues,
     logger: logger.child({ scope: 'tries' }),
     machines,

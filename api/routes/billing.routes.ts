@@ -30,7 +30,7 @@ const LEDGER_FILTERS: Record<string, LedgerKind[]> = {
 
 /** Plans, usage, the billing account and its ledger, payments, and the provider's webhooks (docs/billing.md). */
 export function billingRoutes(container: Container): RouteSpec[] {
-  const { billing } = container;
+  const { reads, levers, payments, providerWebhook } = container.billing;
   return [
     defineRoute({
       method: 'get',
@@ -42,7 +42,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       response: ListOf(PlanSchema),
       errors: [],
-      handler: async ({ auth }) => ({ data: await billing.plans(auth.orgId), has_more: false, next_cursor: null }),
+      handler: async ({ auth }) => ({ data: await reads.plans(auth.orgId), has_more: false, next_cursor: null }),
     }),
     defineRoute({
       method: 'get',
@@ -55,7 +55,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       auth: 'api_key',
       response: UsageSchema,
       errors: [],
-      handler: async ({ auth }) => billing.usage(auth.orgId),
+      handler: async ({ auth }) => reads.usage(auth.orgId),
     }),
     defineRoute({
       method: 'put',
@@ -70,7 +70,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       body: PlanChangeBody,
       response: PlanSchema,
       errors: [permission(undefined, 'The Enterprise plan is set up by us on request, not chosen here'), notFound('No plan team-plus; GET /v1/plans lists them')],
-      handler: async ({ auth, body, requestId }) => billing.setPlan(auth.orgId, body.plan_id, { orgId: auth.orgId, actor: auth.actor, requestId }),
+      handler: async ({ auth, body, requestId }) => levers.setPlan(auth.orgId, body.plan_id, { orgId: auth.orgId, actor: auth.actor, requestId }),
     }),
     defineRoute({
       method: 'get',
@@ -83,7 +83,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       response: BillingAccountSchema,
       errors: [],
-      handler: async ({ auth }) => billing.account(auth.orgId),
+      handler: async ({ auth }) => reads.account(auth.orgId),
     }),
     defineRoute({
       method: 'put',
@@ -98,7 +98,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       body: BillingSettingsBody,
       response: BillingAccountSchema,
       errors: [invalidInput('amount_cents (20000) must not be more than monthly_limit_cents (10000)'), conflict('no_card', 'Save a card first (POST /v1/billing/card): auto top-ups charge it'), ERRORS.paymentsOff],
-      handler: async ({ auth, body, requestId }) => billing.updateSettings(auth.orgId, body.auto_topup, { orgId: auth.orgId, actor: auth.actor, requestId }),
+      handler: async ({ auth, body, requestId }) => levers.updateSettings(auth.orgId, body.auto_topup, { orgId: auth.orgId, actor: auth.actor, requestId }),
     }),
     defineRoute({
       method: 'post',
@@ -112,7 +112,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       role: 'admin',
       response: CardSetupSchema,
       errors: [ERRORS.paymentsOff],
-      handler: async ({ auth, requestId }) => billing.startCardSetup(auth.orgId, { orgId: auth.orgId, actor: auth.actor, requestId }),
+      handler: async ({ auth, requestId }) => payments.startCardSetup(auth.orgId, { orgId: auth.orgId, actor: auth.actor, requestId }),
     }),
     defineRoute({
       method: 'post',
@@ -127,7 +127,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       body: TopUpBody,
       response: LedgerEntrySchema,
       errors: [paymentRequired('card_needs_attention', 'The card was declined (insufficient funds); update the card (POST /v1/billing/card) and try again'), ERRORS.noCard, ERRORS.paymentsOff],
-      handler: async ({ auth, body, requestId }) => billing.topUp(auth.orgId, body.amount_cents, { orgId: auth.orgId, actor: auth.actor, requestId }, requestId),
+      handler: async ({ auth, body, requestId }) => payments.topUp(auth.orgId, body.amount_cents, { orgId: auth.orgId, actor: auth.actor, requestId }, requestId),
     }),
     defineRoute({
       method: 'get',
@@ -144,7 +144,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       errors: [],
       handler: async ({ auth, query }) => {
         const kinds = query.kind ? (LEDGER_FILTERS[query.kind] ?? [query.kind as LedgerKind]) : null;
-        return billing.ledger(auth.orgId, kinds, { limit: query.limit ?? 20, cursor: query.cursor ?? null });
+        return reads.ledger(auth.orgId, kinds, { limit: query.limit ?? 20, cursor: query.cursor ?? null });
       },
     }),
     defineRoute({
@@ -161,7 +161,7 @@ export function billingRoutes(container: Container): RouteSpec[] {
       handler: async ({ ctx }) => {
         const raw = rawBodyOf(ctx);
         if (!raw) throw invalidRequest('The webhook has no JSON body');
-        return billing.handleProviderWebhook(raw, ctx.get('stripe-signature') || undefined);
+        return providerWebhook.receive(raw, ctx.get('stripe-signature') || undefined);
       },
     }),
   ];

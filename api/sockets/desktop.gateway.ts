@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DESKTOP_NAMESPACE, RELAY_EVENT, sessionRoom } from '../../shared/desktop/computer-link';
+import { DESKTOP_NAMESPACE, sessionRoom } from '../../shared/desktop/computer-link';
 import { DesktopEvents, type HelloReply } from '../../shared/desktop/protocol';
 import { ConnectRefused, type SessionsService } from '../../shared/sessions/sessions.service';
 import type { DesktopInbox, DesktopSocketData } from '../../shared/desktop/inbox';
@@ -66,18 +66,5 @@ export function desktopGateway(deps: { sessions: SessionsService; logger: Logger
     receive: (data, event, payload) => receivers.get(event)!.receive(data, event, payload),
 
     gone: (data) => sessions.markOffline(data).catch((error) => log.error({ err: error, code: data.code }, 'could not mark offline')),
-
-    setUp(namespace) {
-      // A message relayed with context: the process holding the computer's connection keeps the
-      // context with the socket (the inboxes get it with the reply) and passes the message on.
-      namespace.on(RELAY_EVENT, (code: string, event: string, payload: unknown, context: unknown) => {
-        for (const id of namespace.adapter.rooms.get(sessionRoom(code)) ?? []) {
-          const socket = namespace.sockets.get(id);
-          if (!socket) continue;
-          (socket.data as DesktopSocketData).context = context;
-          socket.emit(event, payload);
-        }
-      });
-    },
   };
 }

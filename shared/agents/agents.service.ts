@@ -1,11 +1,9 @@
 import type { Knex } from '../db/knex';
-import { isoTimestamp } from '../db/timestamps';
 import type { Config } from '../config';
 import type { Actor } from '../audit/actor';
 import { recordAudit } from '../audit/audit.repository';
 import { conflict, invalidRequest, notFound } from '../errors';
 import { decodeCursor, encodeCursor, PG_INTEGER_MAX, type Page, type PageRequest } from '../pagination';
-import type { Guardrails } from '../guardrails/guardrails.types';
 import { checkUrlForRegistration, type HostResolver } from '../http/address-policy';
 import { privateUrlHint } from '../http/private-url-hint';
 import {
@@ -19,7 +17,6 @@ import {
   DEFAULT_EFFORT,
   type AgentConfig,
   type AgentConfigChanges,
-  type AgentTools,
   type Effort,
 } from './agent-config';
 import {
@@ -34,9 +31,8 @@ import {
   updateAgent,
   readVersionsPage,
   type AgentWithConfigRow,
-  type VersionOrigin,
-  type VersionRow,
 } from './agents.repository';
+import { toAgent, toAgentDraft, toAgentVersion, type AgentDraftObject, type AgentObject, type AgentVersionObject, type PublishedDraftObject } from './agent-object';
 
 /** The id of the agent every new org gets. */
 export const DEFAULT_AGENT_ID = 'default';
@@ -46,69 +42,6 @@ export const DEFAULT_AGENT_NAME = 'Default agent';
 export interface ChangeContext {
   actor: Actor;
   requestId?: string | null;
-}
-
-/** The config fields as the API returns them: `invite_url_template` filled in. */
-interface ConfigFields {
-  name: string;
-  instructions: string;
-  model: string | null;
-  effort: Effort | null;
-  greeting: string;
-  display_name: string;
-  narration: boolean;
-  customer_answers: boolean;
-  customer_approvals: boolean;
-  guardrails: Guardrails;
-  tools: AgentTools;
-  invite_url_template: string;
-}
-
-/** Fields the published agent and the draft share (spec: "Agent draft"). */
-interface AgentFields extends ConfigFields {
-  agent_id: string;
-  is_default: boolean;
-  version: number;
-  has_draft: boolean;
-  created_by: Actor;
-  updated_by: Actor;
-  created_at: string | null;
-  updated_at: string | null;
-  based_on_version: number;
-  saved_at: string | null;
-  saved_by: Actor;
-}
-
-/** The published agent (`object: agent`); `has_draft`, `based_on_version`, `saved_*` describe its draft. */
-export interface AgentObject extends AgentFields {
-  object: 'agent';
-}
-
-/** The agent as its draft would make it (`object: agent_draft`). */
-export interface AgentDraftObject extends AgentFields {
-  object: 'agent_draft';
-  /** The version the draft was restored from, while that draft lasts; null otherwise. */
-  restored_from_version: number | null;
-}
-
-/** The answer to publishing a draft: the agent and the versions whose changes it replaced. */
-export interface PublishedDraftObject extends AgentObject {
-  undone_versions: number[];
-}
-
-/** One published version (`object: agent_version`). */
-export interface AgentVersionObject extends ConfigFields {
-  object: 'agent_version';
-  agent_id: string;
-  version: number;
-  /** True for the version the agent runs now. */
-  is_published: boolean;
-  origin: VersionOrigin;
-  based_on_version: number | null;
-  restored_from_version: number | null;
-  undone_versions: number[];
-  created_at: string;
-  created_by: Actor;
 }
 
 /**
@@ -206,17 +139,17 @@ export class AgentService {
   /** Every agent of the org, newest first, in one page. */
   async list(orgId: string): Promise<Page<AgentObject>> {
     const rows = await listAgents(this.deps.db, orgId);
-    return { data: rows.map((row) => this.toAgent(row)), has_more: false, next_cursor: null };
+    return { data: rows.map((row) => toAgent(row, this.deps.config.baseUrl)), has_more: false, next_cursor: null };
   }
 
   /** The published agent (`object: agent`). 404 when the org has no such agent. */
   async get(orgId: string, agentId: string, db: Knex | Knex.Transaction = this.deps.db): Promise<AgentObject> {
-    return this.toAgent(await this.load(db, orgId, agentId));
+    return toAgent(await this.load(db, orgId, agentId), this.deps.config.baseUrl);
   }
 
   /** The draft (`object: agent_draft`): the published version with `has_draft: false` when there is none. */
   async getDraft(orgId: string, agentId: string, db: Knex | Knex.Transaction = this.deps.db): Promise<AgentDraftObject> {
-    return this.toDraft(await this.load(db, orgId, agentId));
+    return toAgentDraft(await this.load(db, orgId, agentId), this.deps.config.baseUrl);
   }
 
   /**
@@ -237,7 +170,7 @@ export class AgentService {
       const row = await this.load(trx, orgId, agentId, true);
       const audit = { orgId, actor: ctx.actor, objectType: 'agent', objectId: agentId, requestId: ctx.requestId ?? null };
       if (fields.length === 0) {
-        if (!defaultChange.moved) return this.toAgent(row);
+        if (!defaultChange.moved) return toAgent(row, this.deps.config.baseUrl);
         await updateAgent(trx, orgId, agentId, { is_default: true, updated_by: ctx.actor });
         await recordAudit(trx, { ...audit, action: 'agent.default_set', data: { previous_default: defaultChange.previous } });
         return this.get(orgId, agentId, trx);
@@ -342,7 +275,7 @@ export class AgentService {
   async discardDraft(orgId: string, agentId: string, ctx: ChangeContext): Promise<AgentDraftObject> {
     return this.deps.db.transaction(async (trx) => {
       const row = await this.load(trx, orgId, agentId, true);
-      if (row.draft === null) return this.toDraft(row);
+      if (row.draft === null) return toAgentDraft(row, this.deps.config.baseUrl);
       await updateAgent(trx, orgId, agentId, { draft: null, updated_by: ctx.actor });
       await recordAudit(trx, {
         orgId,
@@ -364,7 +297,7 @@ export class AgentService {
     const hasMore = found.versions.length > page.limit;
     const versions = hasMore ? found.versions.slice(0, page.limit) : found.versions;
     return {
-      data: versions.map((version) => this.toVersion(version, found.published)),
+      data: versions.map((version) => toAgentVersion(version, found.published, this.deps.config.baseUrl)),
       has_more: hasMore,
       next_cursor: hasMore ? encodeCursor(versions[versions.length - 1]!.version) : null,
     };
@@ -375,7 +308,7 @@ export class AgentService {
     const row = await this.load(this.deps.db, orgId, agentId);
     const found = await findVersion(this.deps.db, orgId, agentId, version);
     if (!found) throw notFound(`Agent ${agentId} has no version ${version}`);
-    return this.toVersion(found, row.version);
+    return toAgentVersion(found, row.version, this.deps.config.baseUrl);
   }
 
   /**
@@ -546,69 +479,5 @@ export class AgentService {
 
   private applyOptions() {
     return { allowPrivateUrls: this.deps.config.allowPrivateUrls, urlRefusalHint: (url: string) => privateUrlHint(url, this.deps.config.env, this.deps.config.allowPrivateUrls) };
-  }
-
-  private configFields(config: AgentConfig): ConfigFields {
-    return {
-      name: config.name,
-      instructions: config.instructions,
-      model: config.model,
-      effort: config.effort,
-      greeting: config.greeting,
-      display_name: config.display_name,
-      narration: config.narration,
-      customer_answers: config.customer_answers,
-      customer_approvals: config.customer_approvals,
-      guardrails: config.guardrails,
-      tools: config.tools,
-      invite_url_template: effectiveInviteUrlTemplate(config, this.deps.config.baseUrl),
-    };
-  }
-
-  private agentFields(row: AgentWithConfigRow, config: AgentConfig): AgentFields {
-    const hasDraft = row.draft !== null;
-    return {
-      agent_id: row.agent_id,
-      ...this.configFields(config),
-      is_default: row.is_default,
-      version: row.version,
-      has_draft: hasDraft,
-      created_by: row.created_by ?? null,
-      updated_by: row.updated_by ?? null,
-      created_at: isoTimestamp(row.created_at),
-      updated_at: isoTimestamp(row.updated_at),
-      based_on_version: hasDraft ? row.draft_based_on_version! : row.version,
-      saved_at: hasDraft ? isoTimestamp(row.draft_saved_at) : null,
-      saved_by: hasDraft ? (row.draft_saved_by ?? null) : null,
-    };
-  }
-
-  private toAgent(row: AgentWithConfigRow): AgentObject {
-    return { object: 'agent', ...this.agentFields(row, readConfig(row.published_config)) };
-  }
-
-  private toDraft(row: AgentWithConfigRow): AgentDraftObject {
-    const hasDraft = row.draft !== null;
-    return {
-      object: 'agent_draft',
-      ...this.agentFields(row, readConfig(hasDraft ? row.draft : row.published_config)),
-      restored_from_version: hasDraft ? row.draft_restored_from_version : null,
-    };
-  }
-
-  private toVersion(row: VersionRow, published: number): AgentVersionObject {
-    return {
-      object: 'agent_version',
-      agent_id: row.agent_id,
-      version: row.version,
-      ...this.configFields(readConfig(row.config)),
-      is_published: row.version === published,
-      origin: row.origin,
-      based_on_version: row.based_on_version,
-      restored_from_version: row.restored_from_version,
-      undone_versions: row.undone_versions ?? [],
-      created_at: isoTimestamp(row.created_at),
-      created_by: row.created_by ?? null,
-    };
   }
 }

@@ -109,6 +109,11 @@ export async function findAccountByCustomer(db: Knex | Knex.Transaction, custome
   return account(await db('billing_accounts').where({ provider_customer_id: customerId }).first());
 }
 
+/** Records the org's customer at the payment provider, unless it has one already (then that one stays). */
+export async function saveProviderCustomerId(db: Knex | Knex.Transaction, orgId: string, customerId: string): Promise<void> {
+  await db('billing_accounts').where({ org_id: orgId }).whereNull('provider_customer_id').update({ provider_customer_id: customerId });
+}
+
 export async function updateAccount(db: Knex | Knex.Transaction, orgId: string, changes: Partial<AccountRow>, now: Date): Promise<AccountRow> {
   const [row] = await db('billing_accounts').where({ org_id: orgId }).update({ ...changes, updated_at: now }).returning('*');
   return account(row)!;
@@ -258,6 +263,12 @@ export async function isMeteredTask(db: Knex | Knex.Transaction, sessionCode: st
   return row !== undefined && row.kind !== 'machine';
 }
 
+/** The ledger row that credited a payment (at most one: the ledger's unique payment id). */
+export async function findLedgerEntryOfPayment(db: Knex | Knex.Transaction, paymentId: string): Promise<LedgerRow | undefined> {
+  const row = await db('billing_ledger').where({ payment_id: paymentId }).first();
+  return row ? ledger(row) : undefined;
+}
+
 /** A page of the org's ledger, newest first; `kinds` narrows it. */
 export async function listLedger(db: Knex, orgId: string, kinds: readonly LedgerKind[] | null, page: PageRequest): Promise<Page<LedgerRow>> {
   const query = db('billing_ledger').where({ org_id: orgId }).select('*');
@@ -303,4 +314,9 @@ export async function minutesSince(db: Knex, orgId: string, since: Date): Promis
 export async function recordProviderEvent(trx: Knex.Transaction, id: string, type: string): Promise<boolean> {
   const rows = await trx('billing_provider_events').insert({ id, type }).onConflict('id').ignore().returning('id');
   return rows.length > 0;
+}
+
+/** Forgets that a provider event was handled (its handling failed: the provider sends it again, and it is handled then). */
+export async function forgetProviderEvent(db: Knex | Knex.Transaction, id: string): Promise<void> {
+  await db('billing_provider_events').where({ id }).delete();
 }

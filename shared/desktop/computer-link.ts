@@ -7,9 +7,6 @@ export const DESKTOP_NAMESPACE = '/desktop';
 /** The socket.io room of a session: every connection of its computer joins it. */
 export const sessionRoom = (code: string) => `session:${code}`;
 
-/** Between processes: a message for a computer with service-side context (see `ComputerLink.send`). */
-export const RELAY_EVENT = 'deskhand:relay';
-
 /** The Redis key prefix of socket.io's adapter and emitter; both must agree. */
 export const socketIoKey = (prefix: string) => `${prefix}:socket.io`;
 
@@ -32,13 +29,12 @@ export class ComputerLink {
   }
 
   /**
-   * Sends an event to the session's computer (all its connections). A `context` stays on the
-   * service's side: the web process holding the connection keeps it with the socket for handling
-   * the app's reply (the task as the action left it), and the app gets `payload` alone.
+   * Sends an event to the session's computer (all its connections). What is published goes
+   * through Redis as it is, so it holds the protocol's message and nothing else: ids and the
+   * act, never a task's state.
    */
-  send(code: string, event: string, payload: unknown, context?: unknown): void {
-    if (context === undefined) this.desktop.to(sessionRoom(code)).emit(event, payload);
-    else this.desktop.serverSideEmit(RELAY_EVENT, code, event, payload, context);
+  send(code: string, event: string, payload: unknown): void {
+    this.desktop.to(sessionRoom(code)).emit(event, payload);
   }
 
   show(code: string, message: ShowMessage): void {

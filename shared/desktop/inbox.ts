@@ -7,8 +7,6 @@ export interface DesktopSocketData {
   /** A person's session or a runner's machine's. */
   kind: SessionKind;
   epoch: number;
-  /** What the service attached to the latest message relayed to this computer (`ComputerLink.send`). */
-  context?: unknown;
 }
 
 /**

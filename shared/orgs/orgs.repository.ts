@@ -25,3 +25,12 @@ export async function anyOrgExists(db: Knex): Promise<boolean> {
 export async function listOrgs(db: Knex): Promise<OrgRow[]> {
   return db<OrgRow>('orgs').select('id', 'name', 'created_at').orderBy([{ column: 'created_at' }, { column: 'id' }]);
 }
+
+/**
+ * Locks the org's row until the caller's transaction ends: changes that count something of the
+ * org (its runners) take it first, so that two of them count one after the other. True when the
+ * org exists.
+ */
+export async function lockOrgRow(trx: Knex.Transaction, orgId: string): Promise<boolean> {
+  return Boolean(await trx('orgs').where({ id: orgId }).forUpdate().first('id'));
+}

@@ -140,3 +140,15 @@ export async function isRevoked(db: Db, runnerId: string): Promise<boolean> {
 export async function releaseRunner(db: Db, runnerId: string, connectionId: string): Promise<void> {
   await db('runners').where({ id: runnerId, connection_id: connectionId }).update({ connection_id: null });
 }
+
+/** How many runners of its own the org has (not revoked). */
+export async function countLiveRunnersOfOrg(db: Db, orgId: string): Promise<number> {
+  const [{ count }] = await db('runners').where({ org_id: orgId }).whereNull('revoked_at').count<{ count: string }[]>({ count: '*' });
+  return Number(count);
+}
+
+/** A runner's labels (revoked or not); none for an unknown runner. */
+export async function findRunnerLabels(db: Db, runnerId: string): Promise<string[]> {
+  const row = await db<RunnerRow>('runners').where({ id: runnerId }).first('labels');
+  return row?.labels ?? [];
+}

@@ -8,8 +8,10 @@ import type { Page } from '../pagination';
 import { displayPrefix, generateRunnerToken, hashSecret, isWellFormedRunnerToken } from '../api-keys/key-format';
 import type { RunnerLink } from './runner-link';
 import { toRunner, type Runner } from './runner-object';
+import { lockOrgRow } from '../orgs/orgs.repository';
 import {
   connectRunner,
+  countLiveRunnersOfOrg,
   findRunnerByTokenHash,
   holdsRunner,
   isRevoked,
@@ -202,9 +204,8 @@ export class RunnersService {
 
 /** 409 `runner_limit` when the org has `RUNNERS_PER_ORG_MAX` runners; its row is locked so that two registrations count in turn. */
 async function assertRoomForRunner(trx: Knex.Transaction, orgId: string): Promise<void> {
-  await trx('orgs').where({ id: orgId }).forUpdate().first('id');
-  const [{ count }] = await trx('runners').where({ org_id: orgId }).whereNull('revoked_at').count<{ count: string }[]>({ count: '*' });
-  if (Number(count) >= RUNNERS_PER_ORG_MAX) {
+  await lockOrgRow(trx, orgId);
+  if ((await countLiveRunnersOfOrg(trx, orgId)) >= RUNNERS_PER_ORG_MAX) {
     throw new ApiError('conflict', `This org has ${RUNNERS_PER_ORG_MAX} runners, the most it may have; delete one it no longer uses first`, { code: 'runner_limit' });
   }
 }

@@ -1,4 +1,5 @@
 import type { Knex } from '../db/knex';
+import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import type { JobQueues } from '../queues/job-queues';
 import { jobId } from '../queues/job-queues';
@@ -11,11 +12,15 @@ import type { TaskChangeObserver } from '../tasks/task-change';
 import type { MachinesService } from '../machines/machines.service';
 import { machineEnded, type CommandRow, type MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
+import { findRunnerLabels } from '../runners/runners.repository';
 import { findStartStateById, findStartStateByTask, openStatesPastTheirTime, startStatesNeedingAttention, updateStartState } from './start-states.repository';
 import { stateDisk, type StartStateRow } from './start-state-rows';
+import { START_STATE_TRANSITIONS, startStateMove, type StartStateAct } from './start-state-transitions';
 
 export interface StartStateFlowDeps {
   db: Knex;
+  /** Now, for an open state's `view_expires_at` and the flow's job ids. */
+  clock: Clock;
   queues: JobQueues;
   logger: Logger;
   machines: MachinesService;
@@ -42,16 +47,27 @@ type AfterCommit = () => Promise<unknown> | void;
  * How a start state gets from one status to the next (docs/evals.md, "Start states"): each time
  * its machine changes, a command about it is answered, its task ends or its open machine's time
  * is up, `advance` reads where things are and takes the next step, under the state's row lock.
+ * The statuses, the act that advances each and the flow's moves between them are
+ * `START_STATE_TRANSITIONS` (start-state-transitions.ts).
  * Runs in worker-evals (`start-state-advance` jobs, and a look every second for open states past
  * their time), so it may be told the same thing twice: every step looks at what is recorded
  * before acting.
  */
 export class StartStateFlow {
-  constructor(private readonly deps: StartStateFlowDeps) {}
+  /** What `advance` does for a state whose machine runs, by the name `START_STATE_TRANSITIONS` gives it. */
+  private readonly acts: Readonly<Record<StartStateAct, (trx: Knex.Transaction, state: StartStateRow, machine: MachineRow, after: AfterCommit[]) => Promise<void>>>;
+
+  constructor(private readonly deps: StartStateFlowDeps) {
+    this.acts = Object.freeze({
+      scriptStep: (trx, state, machine, after) => this.scriptStep(trx, state, machine, after),
+      instructionStep: (trx, state, machine, after) => this.instructionStep(trx, state, machine, after),
+      saveStep: (trx, state, machine, after) => this.saveStep(trx, state, machine, after),
+    });
+  }
 
   /** Queues an `advance` (after a machine change, a request, an open machine's time). */
   advanceSoon(stateId: string, why: string, delayMs = 0): Promise<unknown> {
-    return queueAdvance(this.deps.queues, stateId, why, delayMs);
+    return queueAdvance(this.deps.queues, this.deps.clock, stateId, why, delayMs);
   }
 
   /**
@@ -74,6 +90,7 @@ export class StartStateFlow {
     return ids.length;
   }
 
+  /** Takes the state's next step (`step`) under its row lock, unless a look without the lock answers it; what the step leaves for after the commit runs then. */
   async advance(stateId: string): Promise<void> {
     if (await this.answeredWithoutLock(stateId)) return;
     const after: AfterCommit[] = [];
@@ -97,21 +114,27 @@ export class StartStateFlow {
     const state = await findStartStateById(this.deps.db, stateId);
     if (!state?.machine_id) return false;
     const done = state.deleted_at !== null || state.status === 'ready' || state.status === 'failed';
-    const openInTime = state.status === 'open' && state.view_expires_at !== null && state.view_expires_at.getTime() > Date.now();
+    const openInTime = state.status === 'open' && state.view_expires_at !== null && state.view_expires_at.getTime() > this.deps.clock.now().getTime();
     if (!done && !openInTime) return false;
     const machine = await this.deps.machines.get(state.machine_id);
     return machine !== undefined && (done ? machineEnded(machine.status) : isLive(machine));
   }
 
+  /**
+   * One step: a state done with lets a live machine go; an open one past its time closes; a lost
+   * machine is `machineGone`; with its machine running, the act of its status and method
+   * (`START_STATE_TRANSITIONS`).
+   */
   private async step(trx: Knex.Transaction, state: StartStateRow, machine: MachineRow | undefined, after: AfterCommit[]): Promise<void> {
     const release = (reason: string) => machine && after.push(() => this.deps.machines.release(machine.id, reason));
-    if (state.deleted_at || state.status === 'ready' || state.status === 'failed') {
+    const entry = START_STATE_TRANSITIONS[state.status];
+    if (state.deleted_at || entry.ended) {
       // Nothing is running for it any more; a machine still attached is let go.
       if (machine && isLive(machine)) release('The start state no longer needs its machine');
       return;
     }
     if (!machine) return;
-    if (state.status === 'open' && state.view_expires_at && state.view_expires_at.getTime() <= Date.now()) {
+    if (entry.closesAtViewExpiry && state.view_expires_at && state.view_expires_at.getTime() <= this.deps.clock.now().getTime()) {
       release('The open machine was not saved in time');
       await this.revert(trx, state, 'The open machine closed unsaved at view.expires_at', 'start_state.closed');
       return;
@@ -121,9 +144,8 @@ export class StartStateFlow {
       return;
     }
     if (machine.status !== 'running') return;
-    if (state.status === 'building' && state.method === 'script') await this.scriptStep(trx, state, machine, after);
-    else if (state.status === 'building' && state.method === 'instruction') await this.instructionStep(trx, state, machine, after);
-    else if (state.status === 'saving') await this.saveStep(trx, state, machine, after);
+    const act = entry.acts[state.method];
+    if (act) await this.acts[act](trx, state, machine, after);
   }
 
   /** A script build: run the script, then save what it made as version 1 (or fail with its exit status and output). */
@@ -188,10 +210,10 @@ export class StartStateFlow {
       return;
     }
     await updateStartState(trx, state.id, {
-      status: 'ready',
+      ...startStateMove(state, 'ready'),
       version: next,
       runner_id: machine.runner_id,
-      labels: await runnerLabels(trx, machine.runner_id),
+      labels: machine.runner_id ? await findRunnerLabels(trx, machine.runner_id) : [],
       error: null,
       machine_id: null,
       view_token: null,
@@ -225,31 +247,31 @@ export class StartStateFlow {
 
   /** Back to the last saved version (`ready`), or `failed` when it was never saved; the machine and view are gone. */
   private async revert(trx: Knex.Transaction, state: StartStateRow, why: string, action: string): Promise<void> {
-    const status = state.version > 0 ? 'ready' : 'failed';
+    const { status } = startStateMove(state, state.version > 0 ? 'ready' : 'failed');
     await updateStartState(trx, state.id, { status, error: why, machine_id: null, view_token: null, view_expires_at: null }, { orgId: state.org_id, actor: null, action, objectType: 'start_state', objectId: state.id, data: { status, version: state.version, reason: why } });
   }
 
   private async fail(trx: Knex.Transaction, state: StartStateRow, why: string): Promise<void> {
-    await updateStartState(trx, state.id, { status: 'failed', error: why, machine_id: null, view_token: null, view_expires_at: null }, { orgId: state.org_id, actor: null, action: 'start_state.failed', objectType: 'start_state', objectId: state.id, data: { reason: why } });
+    await updateStartState(trx, state.id, { ...startStateMove(state, 'failed'), error: why, machine_id: null, view_token: null, view_expires_at: null }, { orgId: state.org_id, actor: null, action: 'start_state.failed', objectType: 'start_state', objectId: state.id, data: { reason: why } });
   }
 }
 
 /** Queues a state's `advance` (worker-evals); what is lost in Redis the sweep finds. */
-function queueAdvance(queues: JobQueues, stateId: string, why: string, delayMs = 0): Promise<boolean> {
+function queueAdvance(queues: JobQueues, clock: Clock, stateId: string, why: string, delayMs = 0): Promise<boolean> {
   return queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'start-state-advance', { start_state_id: stateId }, {
-    jobId: jobId('start-state', stateId, why.replace(/:/g, '-'), Date.now()),
+    jobId: jobId('start-state', stateId, why.replace(/:/g, '-'), clock.now().getTime()),
     delay: delayMs,
   });
 }
 
 /** After a task ends: the start state it was building (if any) advances. */
-export function startStateTasks(deps: { db: Knex; queues: JobQueues }): TaskChangeObserver {
+export function startStateTasks(deps: { db: Knex; queues: JobQueues; clock: Clock }): TaskChangeObserver {
   return {
     name: 'start-state-tasks',
     async taskChanged({ row, events }) {
       if (!events.some((event) => event.type === row.status && (row.status === 'completed' || row.status === 'failed' || row.status === 'stopped'))) return;
       const state = await findStartStateByTask(deps.db, row.id);
-      if (state) await queueAdvance(deps.queues, state.id, `task-${row.id}`);
+      if (state) await queueAdvance(deps.queues, deps.clock, state.id, `task-${row.id}`);
     },
   };
 }
@@ -261,10 +283,4 @@ function scriptFailure(run: CommandRow): string {
   const output = typeof run.result?.output === 'string' ? run.result.output.slice(-OUTPUT_TAIL) : '';
   if (run.status === 'failed') return `The setup script did not finish (${run.error_code}): ${run.error}${output ? `\n${output}` : ''}`;
   return `The setup script exited with status ${String(run.result?.exit_code)}${output ? `:\n${output}` : ''}`;
-}
-
-async function runnerLabels(db: Knex.Transaction, runnerId: string | null): Promise<string[]> {
-  if (!runnerId) return [];
-  const row = await db('runners').where({ id: runnerId }).first('labels');
-  return (row?.labels as string[] | undefined) ?? [];
 }

@@ -11,9 +11,9 @@ import { GUARDRAIL_LIMITS } from '../guardrails/guardrails.types';
 import { newId } from '../ids';
 import { recordSessionTask } from '../sessions/sessions.repository';
 import { stepJobId } from './loop';
-import { findActiveTask, findTaskByRequestId, insertTask, type TaskRow } from './tasks.repository';
-import { sameRequestOrConflict } from './idempotency';
-import type { BillingService } from '../billing/billing.service';
+import { findActiveTask, insertTask, type TaskRow } from './tasks.repository';
+import { earlierTaskFor } from './idempotency';
+import type { StartAdmissionService } from '../billing/start-admission.service';
 
 /**
  * Creating a task, whoever asks: `POST /v1/sessions/{id}/tasks`, the older API's `/start`, and
@@ -33,7 +33,7 @@ export interface CreateTaskDeps {
    * next minute is not covered, then, in it, the org's 429 `concurrency_limit` and 402s.
    * Tasks on eval machines are not limited here (their machine minutes are billed instead).
    */
-  billing: Pick<BillingService, 'prepareStart' | 'admitStart'>;
+  billing: { admission: Pick<StartAdmissionService, 'prepareStart' | 'admitStart'> };
 }
 
 /** Limits of one task; each overrides the agent version's `guardrails.max_steps` / `max_minutes` for it. */
@@ -45,8 +45,12 @@ export interface TaskLimits {
 export interface CreateTaskInput {
   /** The session the task runs on; it must be connected. */
   session: Pick<SessionRow, 'code' | 'org_id' | 'status' | 'kind' | 'last_active_at' | 'expires_at'>;
-  /** What `AgentService.resolveForTask` returned. */
-  agent: AgentForTask;
+  /**
+   * What `AgentService.resolveForTask` returned, or how to ask it: then asked only once the
+   * session is found to take a task, so that a session without a computer is refused (409) whatever
+   * the agent asked for.
+   */
+  agent: AgentForTask | (() => Promise<AgentForTask>);
   prompt: string;
   limits?: TaskLimits;
   /**
@@ -55,18 +59,18 @@ export interface CreateTaskInput {
    * never in its object or events.
    */
   secrets?: readonly string[];
-  /** The caller's idempotency key: the same one returns the task it made (also under concurrency); with other parameters, 409. */
-  request_id?: string;
+  /** The caller's idempotency key (the API's `request_id`): the same one returns the task it made (also under concurrency); with other parameters, 409. */
+  idempotencyKey?: string;
   metadata?: Record<string, string>;
   /** Who asked, for the audit row (null: the service itself, or a session token). */
   actor: Actor;
-  /** The id of the request that asked, for the audit row. */
-  auditRequestId?: string;
+  /** The id of the HTTP request that asked, for the audit row. */
+  httpRequestId?: string;
 }
 
 export interface CreatedTask {
   row: TaskRow;
-  /** False when `request_id` named a task made before: `row` is that task, and nothing was written. */
+  /** False when `idempotencyKey` named a task made before: `row` is that task, and nothing was written. */
   created: boolean;
 }
 
@@ -87,21 +91,20 @@ class ComputerBusy extends Error {}
  * when the next minute is not covered; a retired model with a successor runs as its successor.
  */
 export async function createTask(deps: CreateTaskDeps, input: CreateTaskInput): Promise<CreatedTask> {
-  const task = checkedTask(deps, input);
+  const { task, agent } = await checkedTask(deps, input);
   const metered = input.session.kind !== 'machine';
-  if (metered) await deps.billing.prepareStart(input.session.org_id);
+  if (metered) await deps.billing.admission.prepareStart(input.session.org_id);
   try {
     const row = await deps.db.transaction((trx) => writeTask(trx, task, input, metered ? deps.billing : null));
     await deps.enqueueFirstStep(row.id);
     return { row, created: true };
   } catch (error) {
-    if (isRefusedByPlan(error) && input.request_id) {
-      // A concurrent retry of a start that got in first holds a slot of the plan: it is that task.
-      const earlier = await findTaskByRequestId(deps.db, input.session.org_id, input.request_id);
-      if (earlier) return { row: await earlierTaskOrConflict(deps.db, input), created: false };
-    }
+    if (!hasTaskAlready(error) && !isRefusedByPlan(error)) throw error;
+    // A concurrent retry of this start that got in first holds the computer or a slot of the plan: it is that task.
+    const earlier = await earlierTask(deps.db, input, agent);
+    if (earlier) return { row: earlier, created: false };
     if (!hasTaskAlready(error)) throw error;
-    return { row: await earlierTaskOrConflict(deps.db, input), created: false };
+    throw await taskRunning(deps.db, input.session.code);
   }
 }
 
@@ -115,13 +118,15 @@ export async function createTaskInTransaction(
   deps: CreateTaskDeps,
   input: CreateTaskInput,
 ): Promise<CreatedTask & { afterCommit: () => Promise<unknown> }> {
-  const task = checkedTask(deps, input);
+  const { task, agent } = await checkedTask(deps, input);
   try {
     const row = await trx.transaction((savepoint) => writeTask(savepoint, task, input, input.session.kind !== 'machine' ? deps.billing : null));
     return { row, created: true, afterCommit: () => deps.enqueueFirstStep(row.id) };
   } catch (error) {
     if (!hasTaskAlready(error)) throw error;
-    return { row: await earlierTaskOrConflict(trx, input), created: false, afterCommit: async () => undefined };
+    const earlier = await earlierTask(trx, input, agent);
+    if (!earlier) throw await taskRunning(trx, input.session.code);
+    return { row: earlier, created: false, afterCommit: async () => undefined };
   }
 }
 
@@ -147,17 +152,18 @@ export function assertSessionTakesTask(session: CreateTaskInput['session']): voi
   throw conflict(`No computer is connected to session ${session.code}: none has paired yet; ${who}`, 'not_connected');
 }
 
-/** The row of the new task, once the session, the model and the limits allow it. */
-function checkedTask(deps: CreateTaskDeps, input: CreateTaskInput): Partial<TaskRow> {
-  const { session, agent } = input;
+/** The row of the new task, once the session, the model and the limits allow it (the one check of the session). */
+async function checkedTask(deps: CreateTaskDeps, input: CreateTaskInput): Promise<{ task: Partial<TaskRow>; agent: AgentForTask }> {
+  const { session } = input;
   assertSessionTakesTask(session);
+  const agent = typeof input.agent === 'function' ? await input.agent() : input.agent;
   if (!deps.models.isAvailable(agent.model)) {
     const reason = deps.models.unavailableReason(agent.model) ?? `The model ${agent.model} cannot run on this server`;
     throw new ApiError('server_error', reason, { status: 503, code: 'model_unavailable' });
   }
   const now = deps.clock.now();
   const taskId = newId('task');
-  return {
+  const task: Partial<TaskRow> = {
     id: taskId,
     org_id: session.org_id,
     session_id: session.code,
@@ -169,7 +175,7 @@ function checkedTask(deps: CreateTaskDeps, input: CreateTaskInput): Partial<Task
     model: deps.models.resolve(agent.model),
     effort: agent.effort,
     prompt: input.prompt,
-    request_id: input.request_id ?? null,
+    request_id: input.idempotencyKey ?? null,
     metadata: input.metadata ?? {},
     secrets: input.secrets?.length ? [...input.secrets] : null,
     status: 'queued',
@@ -178,6 +184,7 @@ function checkedTask(deps: CreateTaskDeps, input: CreateTaskInput): Partial<Task
     created_at: now,
     updated_at: now,
   };
+  return { task, agent };
 }
 
 /**
@@ -206,7 +213,7 @@ async function writeTask(trx: Knex.Transaction, task: Partial<TaskRow>, input: C
     // the unique index would answer, before the plan's limits are asked.
     if (await findActiveTask(trx, input.session.code)) throw new ComputerBusy('the session has an active task');
     // Under the org's account lock: the org's starts count its running tasks one after another.
-    await billing.admitStart(trx, input.session.org_id);
+    await billing.admission.admitStart(trx, input.session.org_id);
   }
   const inserted = await insertTask(trx, task);
   await recordSessionTask(trx, inserted.session_id, inserted.id);
@@ -217,31 +224,32 @@ async function writeTask(trx: Knex.Transaction, task: Partial<TaskRow>, input: C
     objectType: 'task',
     objectId: inserted.id,
     data: { session_id: inserted.session_id, agent_id: inserted.agent_id, agent_version: inserted.agent_version, agent_draft: inserted.agent_draft },
-    requestId: input.auditRequestId,
+    requestId: input.httpRequestId,
   });
   return inserted;
 }
 
 /**
- * After a unique index refused the task: a concurrent retry with the same `request_id` may
- * collide on either index, and PostgreSQL has waited for it to commit, so its task is visible
- * now (and is returned only when asked for with the same parameters). Otherwise the computer has a task already: 409 `task_running`.
+ * After a unique index or the plan refused the task: a concurrent retry with the same idempotency
+ * key may collide on either index or hold the plan's slot, and PostgreSQL has waited for it to
+ * commit, so its task is visible now (and is returned only when asked for with the same
+ * parameters, `earlierTaskFor`).
  */
-async function earlierTaskOrConflict(db: Knex | Knex.Transaction, input: CreateTaskInput): Promise<TaskRow> {
-  if (input.request_id) {
-    const existing = await findTaskByRequestId(db, input.session.org_id, input.request_id);
-    if (existing) {
-      return sameRequestOrConflict(existing, input.request_id, {
-        session_id: input.session.code,
-        prompt: input.prompt,
-        agent_id: input.agent.agent_id,
-        agent_version: input.agent.draft ? 'draft' : 'published',
-        metadata: input.metadata,
-      });
-    }
-  }
-  const active = await findActiveTask(db, input.session.code);
-  throw conflict(
+async function earlierTask(db: Knex | Knex.Transaction, input: CreateTaskInput, agent: AgentForTask): Promise<TaskRow | undefined> {
+  if (!input.idempotencyKey) return undefined;
+  return earlierTaskFor(db, input.session.org_id, input.idempotencyKey, {
+    session_id: input.session.code,
+    prompt: input.prompt,
+    agent_id: agent.agent_id,
+    agent_version: agent.draft ? 'draft' : 'published',
+    metadata: input.metadata,
+  });
+}
+
+/** The computer has a task already: 409 `task_running`, naming it. */
+async function taskRunning(db: Knex | Knex.Transaction, sessionCode: string): Promise<ApiError> {
+  const active = await findActiveTask(db, sessionCode);
+  return conflict(
     `A task is already running on this computer${active ? ` (${active.id})` : ''}; follow it or stop it first`,
     'task_running',
     active ? { active_task_id: active.id } : undefined,
@@ -253,7 +261,7 @@ function isRefusedByPlan(error: unknown): boolean {
   return error instanceof ApiError && (error.status === 402 || error.code === 'concurrency_limit');
 }
 
-/** The task could not be written because the computer, or the same `request_id`, has one already. */
+/** The task could not be written because the computer, or the same idempotency key, has one already. */
 function hasTaskAlready(error: unknown): boolean {
   return error instanceof ComputerBusy || (error as { code?: string }).code === UNIQUE_VIOLATION;
 }

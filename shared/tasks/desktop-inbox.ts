@@ -53,7 +53,7 @@ export function taskDesktopInbox(loop: TaskLoop, logger: Logger): DesktopInbox {
       if (event === DesktopEvents.result) {
         if (!validateResult(payload)) throw invalidRequest(`malformed result: ${ajv.errorsText(validateResult.errors)}`);
         if (!isPng(payload.result.screenshot)) throw invalidRequest('malformed result: screenshot must be PNG bytes');
-        return loop.receiveResult(session.code, payload as unknown as ResultMessage, session.context);
+        return loop.receiveResult(session.code, payload as unknown as ResultMessage);
       }
       if (!validatePerson(payload)) throw invalidRequest(`malformed person message: ${ajv.errorsText(validatePerson.errors)}`);
       const owned = await loop.ownsTask(session.code, payload.task_id);

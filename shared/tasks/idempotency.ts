@@ -1,11 +1,17 @@
+import type { Knex } from '../db/knex';
 import { conflict, invalidRequest } from '../errors';
-import type { TaskRow } from './tasks.repository';
+import { findTaskByIdempotencyKey, type TaskRow } from './tasks.repository';
 import { idempotencyKeyHeader } from '../idempotency/idempotency.service';
 
 /**
  * `request_id` (or the `Idempotency-Key` header) as Stripe treats its idempotency keys: the same
  * request again returns the task it made; the same key with other parameters is a mistake the
  * caller must hear about (409), not a task silently standing in for the one they asked for.
+ * Called "idempotency key" in the code (the HTTP request's own id is another thing), it is looked
+ * up and compared in one place, `earlierTaskFor`, which a start asks twice: first (tasks.service.ts),
+ * before the session or the agent is looked at, so that a retry gets its task whatever became of
+ * them since; and after a unique index or the plan refused the new row (create-task.ts), when a
+ * concurrent retry got in first.
  */
 
 /** What a task request asked for, as far as it can be compared with the task it made. */
@@ -31,18 +37,27 @@ export function differingParameters(earlier: Pick<TaskRow, 'session_id' | 'promp
 }
 
 /**
+ * The task an earlier request with `idempotencyKey` made, if any, when `request` asks for what it
+ * was made with; otherwise 409 (`sameRequestOrConflict`). Undefined: no task has that key.
+ */
+export async function earlierTaskFor(db: Knex | Knex.Transaction, orgId: string, idempotencyKey: string, request: TaskRequestParameters): Promise<TaskRow | undefined> {
+  const earlier = await findTaskByIdempotencyKey(db, orgId, idempotencyKey);
+  return earlier && sameRequestOrConflict(earlier, idempotencyKey, request);
+}
+
+/**
  * Returns `earlier` when `request` asks for what it was made with; otherwise throws 409:
  * `request_id_in_use` when it ran on another session (as the older API always answered),
  * `idempotency_conflict` naming the parameters that differ.
  */
-export function sameRequestOrConflict(earlier: TaskRow, requestId: string, request: TaskRequestParameters): TaskRow {
+export function sameRequestOrConflict(earlier: TaskRow, idempotencyKey: string, request: TaskRequestParameters): TaskRow {
   if (earlier.session_id !== request.session_id) {
-    throw conflict(`request_id ${requestId} was already used for a task on another session`, 'request_id_in_use');
+    throw conflict(`request_id ${idempotencyKey} was already used for a task on another session`, 'request_id_in_use');
   }
   const differing = differingParameters(earlier, request);
   if (differing.length > 0) {
     throw conflict(
-      `request_id ${requestId} was already used for task ${earlier.id} with another ${differing.join(', ')}; use a new request_id for a new task`,
+      `request_id ${idempotencyKey} was already used for task ${earlier.id} with another ${differing.join(', ')}; use a new request_id for a new task`,
       'idempotency_conflict',
       { task_id: earlier.id },
     );

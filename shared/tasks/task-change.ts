@@ -43,7 +43,7 @@ export function decodeTaskNote(message: string): TaskNote | null {
   }
 }
 
-/** Thrown by an unlocked change that turns out to need the transaction: the work runs again under the lock. */
+/** Thrown inside an unlocked change whose work asks for the transaction or an org event: it writes nothing. */
 const NEEDS_LOCK = Symbol('needs the row lock');
 
 /**
@@ -52,10 +52,10 @@ const NEEDS_LOCK = Symbol('needs the row lock');
  * after the change), and work to do once the change is written (enqueue a job, send to the
  * computer). Nothing leaves the process before the write.
  *
- * Most changes run under the task's row lock in a transaction (`trx`). A change may instead
- * start from a row read without the lock (`unlocked`): then it is written as one statement that
- * applies only if the row is unchanged, and it may not use `trx` or org events; asking for
- * either, or finding the row changed, makes `changeTask` run the work again under the lock.
+ * A change runs either under the task's row lock in a transaction (`changeTaskLocked`, which
+ * gives `trx` and org events), or on a row read without the lock (`changeTaskIfUnchanged`),
+ * written as one statement that applies only if the row is unchanged; such a change has no
+ * `trx` and no org events, and asking for either makes it write nothing.
  */
 export class TaskChange {
   private readonly changes: Partial<TaskRow> = {};
@@ -71,7 +71,7 @@ export class TaskChange {
     private readonly baseUrl: string,
   ) {}
 
-  /** The transaction holding the row lock (an unlocked change asks for the lock instead). */
+  /** The transaction holding the row lock (an unlocked change that asks for it writes nothing). */
   get trx(): Knex.Transaction {
     if (!this.transaction) throw NEEDS_LOCK;
     return this.transaction;
@@ -171,29 +171,11 @@ export interface TaskChangeDeps {
 }
 
 /**
- * Runs `work` on the locked task in one transaction, then, after the commit: tells the observers
- * (the root registers the followers' notes and the webhooks' dispatch) and runs the change's own
- * after-commit work. Given `seen`,
- * the task as read with its version (`readTaskForChange`), the work first runs on that row
- * without a lock or transaction, written only if the row is unchanged (two round trips instead
- * of five on the agent loop's busiest paths); otherwise it runs again as above.
+ * Runs `work` once on the locked task in one transaction, then, after the commit: tells the
+ * observers (the root registers the followers' notes and the webhooks' dispatch) and runs the
+ * change's own after-commit work.
  */
-export async function changeTask<T>(
-  deps: TaskChangeDeps,
-  taskId: string,
-  work: (change: TaskChange) => Promise<T> | T,
-  seen?: TaskRow,
-): Promise<{ value: T; row: TaskRow }> {
-  if (seen?.row_version) {
-    const change = new TaskChange(null, seen, deps.clock.now(), deps.baseUrl);
-    const value = await runUnlessLockNeeded(work, change);
-    // Work that found nothing to do on the row as read runs again on the locked row, which may
-    // be newer, and writes nothing if it still finds nothing (no needless new version).
-    if (value !== NEEDS_LOCK && !change.empty && (await change.flushIfUnchanged(deps.db))) {
-      await afterWrite(deps, change, []);
-      return { value, row: change.row };
-    }
-  }
+export async function changeTaskLocked<T>(deps: TaskChangeDeps, taskId: string, work: (change: TaskChange) => Promise<T> | T): Promise<{ value: T; row: TaskRow }> {
   const { value, change, orgEventIds } = await deps.db.transaction(async (trx) => {
     const row = await lockTask(trx, taskId);
     if (!row) throw notFound(`No task ${taskId}`);
@@ -203,6 +185,26 @@ export async function changeTask<T>(
     return { value, change, orgEventIds };
   });
   await afterWrite(deps, change, orgEventIds);
+  return { value, row: change.row };
+}
+
+/**
+ * Runs `work` once on `seen`, the task as read with its version (`readTaskForChange`), without
+ * the lock or a transaction, and writes what it changed in one statement if the row is still at
+ * that version (two round trips with the read instead of five, on the agent loop's busiest
+ * paths); then, as `changeTaskLocked`, the observers and the after-commit work.
+ *
+ * Null when it wrote nothing: the row changed since it was read, the work found nothing to
+ * change on the row as read, or it asked for the transaction or an org event. The caller then
+ * makes the change with `changeTaskLocked` if it still means to, where the work decides again
+ * on the newest row; so work given here must have no effect outside the change.
+ */
+export async function changeTaskIfUnchanged<T>(deps: TaskChangeDeps, seen: TaskRow, work: (change: TaskChange) => Promise<T> | T): Promise<{ value: T; row: TaskRow } | null> {
+  if (!seen.row_version) throw new Error('changeTaskIfUnchanged needs the row as readTaskForChange reads it (with its version)');
+  const change = new TaskChange(null, seen, deps.clock.now(), deps.baseUrl);
+  const value = await runUnlessLockNeeded(work, change);
+  if (value === NEEDS_LOCK || change.empty || !(await change.flushIfUnchanged(deps.db))) return null;
+  await afterWrite(deps, change, []);
   return { value, row: change.row };
 }
 

@@ -2,7 +2,7 @@ import type { WithIsoTimestamps } from '../db/timestamps';
 import type { DesktopAction, Observation } from '../desktop/protocol';
 import type { AgentConfig } from '../agents/agent-config';
 import type { TurnOutcome, ActionOutcome } from '../models/model.types';
-import type { ApprovalDetail, GuardState, QuestionDetail } from './loop/guard-state';
+import type { ApprovalDetail, GuardrailContext, QuestionDetail } from './loop/guard-state';
 
 /*
  * The task tables' rows and the shapes stored in them, in a home of their own: the repository
@@ -58,7 +58,8 @@ export interface TaskRow extends Record<string, unknown> {
   last_outcome: TurnOutcome | null;
   model_state: unknown;
   observation: Observation | null;
-  guard_state: GuardState;
+  /** The guardrails' context: the computer (device, capabilities) and what they learnt since (`GuardrailContext`). */
+  guard_state: GuardrailContext;
   frames: number;
   actions: number;
   active_ms: number;

@@ -54,25 +54,6 @@ export async function lockTask(trx: Knex.Transaction, id: string): Promise<TaskR
 }
 
 const DATE_COLUMNS = ['phase_since', 'running_since', 'created_at', 'updated_at', 'started_at', 'ended_at'] as const;
-/** Past this, a task row is not carried along with an action (the receiver reads it). */
-const ROW_HINT_MAX_CHARS = 32 * 1024;
-
-/**
- * A task row as written, with its version, to travel with an action to the computer, so that
- * the web process storing the result can start an unlocked change without reading the row first.
- * Only a hint: the change is written only if the row is still at that version, else it runs
- * again on the locked row. Null when the row is too large to carry. (Jobs carry ids only.)
- */
-export function rowHint(row: TaskRow): (TaskRow & { row_version: string }) | null {
-  // A task's secrets do not travel through Redis: the receiver reads the row.
-  if (!row.row_version || row.secrets) return null;
-  return JSON.stringify(row).length <= ROW_HINT_MAX_CHARS ? (row as TaskRow & { row_version: string }) : null;
-}
-
-export function isRowHint(value: unknown): value is Record<string, unknown> & { id: string; row_version: string } {
-  return typeof value === 'object' && value !== null && typeof (value as TaskRow).id === 'string' && typeof (value as TaskRow).row_version === 'string';
-}
-
 /** Turns back into dates the date columns a task row (or part of one) has after a trip through JSON. */
 export function reviveTaskDates(row: Record<string, unknown>): void {
   for (const column of DATE_COLUMNS) {
@@ -80,15 +61,9 @@ export function reviveTaskDates(row: Record<string, unknown>): void {
   }
 }
 
-/** The row back from a hint that went through JSON. */
-export function rowFromHint(hint: Record<string, unknown>): TaskRow {
-  const row = { ...hint };
-  reviveTaskDates(row);
-  return row as TaskRow;
-}
-
-export async function findTaskByRequestId(db: Db, orgId: string, requestId: string): Promise<TaskRow | undefined> {
-  return db<TaskRow>('tasks').where({ org_id: orgId, request_id: requestId }).first();
+/** The org's task made by the request with this idempotency key (the API's `request_id`, kept in the column of that name). */
+export async function findTaskByIdempotencyKey(db: Db, orgId: string, idempotencyKey: string): Promise<TaskRow | undefined> {
+  return db<TaskRow>('tasks').where({ org_id: orgId, request_id: idempotencyKey }).first();
 }
 
 export async function findActiveTask(db: Db, sessionId: string): Promise<TaskRow | undefined> {
@@ -282,4 +257,12 @@ const TRACE_MAX_EVENTS = 1000;
 /** A task's trace events, oldest first, at most `TRACE_MAX_EVENTS` of them. */
 export function readTraceEvents(db: Db, taskId: string): Promise<TaskEventRow[]> {
   return db<TaskEventRow>('task_events').where({ task_id: taskId }).whereIn('type', TRACE_EVENT_TYPES).orderBy('cursor').limit(TRACE_MAX_EVENTS);
+}
+
+// ---- the latest events (a try's rubric judge, shared/test-runs/try-flow.ts) -------------------
+
+/** A task's last `limit` events (their type and message), oldest first. */
+export async function readLatestEvents(db: Db, taskId: string, limit: number): Promise<Array<Pick<TaskEventRow, 'type' | 'message'>>> {
+  const newestFirst = await db<TaskEventRow>('task_events').where({ task_id: taskId }).orderBy('cursor', 'desc').limit(limit).select('type', 'message');
+  return newestFirst.reverse();
 }

@@ -9,13 +9,12 @@ import { invalidRequest, notFound } from '../errors';
 import type { Page, PageRequest } from '../pagination';
 import { findSession } from '../sessions/sessions.repository';
 import type { RespondInput, TaskLoop } from './loop';
-import { assertSessionTakesTask, createTask, createTaskInTransaction, type CreatedTask, type CreateTaskDeps, type CreateTaskInput } from './create-task';
+import { createTask, createTaskInTransaction, type CreatedTask, type CreateTaskDeps, type CreateTaskInput } from './create-task';
 import { isDone, toTask, type Task, type TaskEvent } from './task-object';
 
 export type { TaskEvent };
 import {
   findTask,
-  findTaskByRequestId,
   listTasks,
   readTaskObject,
   type TaskObjectRow,
@@ -24,7 +23,7 @@ import {
   type TaskFilter,
   type TaskRow,
 } from './tasks.repository';
-import { sameRequestOrConflict } from './idempotency';
+import { earlierTaskFor } from './idempotency';
 
 export interface StartTaskInput {
   prompt: string;
@@ -64,29 +63,27 @@ export class TasksService {
   }
 
   /**
-   * Starts a task on a connected person's session (`createTask` does the writing). The same
-   * `request_id` returns the same task (also under concurrent retries), and 409 with other
-   * parameters (shared/tasks/idempotency.ts); one task at a time per
-   * computer, settled by a unique index. A machine session is not the API's: 404.
+   * Starts a task on a connected person's session (`createTask` checks the session, resolves
+   * the agent and writes). The same `request_id` (the idempotency key) returns the same task
+   * (also under concurrent retries), and 409 with other parameters (shared/tasks/idempotency.ts);
+   * one task at a time per computer, settled by a unique index. A machine session is not the
+   * API's: 404. `httpRequestId` is the id of the HTTP request, for the audit row.
    */
-  async start(auth: Caller, sessionCode: string, input: StartTaskInput, requestId: string): Promise<Task> {
+  async start(auth: Caller, sessionCode: string, input: StartTaskInput, httpRequestId: string): Promise<Task> {
     if (input.request_id) {
-      const existing = await findTaskByRequestId(this.deps.db, auth.orgId, input.request_id);
-      if (existing) return this.toTask(sameRequestOrConflict(existing, input.request_id, { ...input, session_id: sessionCode }));
+      const earlier = await earlierTaskFor(this.deps.db, auth.orgId, input.request_id, { ...input, session_id: sessionCode });
+      if (earlier) return this.toTask(earlier);
     }
     const session = await findSession(this.deps.db, auth.orgId, sessionCode);
     if (!session || session.kind !== 'person') throw notFound(`No session ${sessionCode}`);
-    // Before the agent is read: a session without a computer is refused whatever the agent.
-    assertSessionTakesTask(session);
-    const agent = await this.deps.agents.resolveForTask(auth.orgId, input.agent_id ?? session.agent_id, input.agent_version ?? 'published');
     const { row } = await this.create({
       session,
-      agent,
+      agent: () => this.deps.agents.resolveForTask(auth.orgId, input.agent_id ?? session.agent_id, input.agent_version ?? 'published'),
       prompt: input.prompt,
-      request_id: input.request_id,
+      idempotencyKey: input.request_id,
       metadata: input.metadata,
       actor: auth.actor,
-      auditRequestId: requestId,
+      httpRequestId,
     });
     return this.toTask(row);
   }

@@ -5,7 +5,7 @@ import { ApiError, conflict, invalidRequest, notFound } from '../errors';
 import { newId } from '../ids';
 import type { Page, PageRequest } from '../pagination';
 import { visibleImages } from '../start-states/start-states.repository';
-import { appendSetCases, findSet, removeCaseFromSets } from '../test-sets/test-sets.repository';
+import { appendSetCases, findSet, removeCaseFromSets, setIdsHoldingCase } from '../test-sets/test-sets.repository';
 import { changedCaseFields, newCaseFields, type TestCaseInput } from './test-case-input';
 import { toTestCase, type TestCase } from './test-case-object';
 import type { TestCaseRow } from './test-case-rows';
@@ -131,8 +131,7 @@ export class TestCasesService {
   async delete(caller: Caller, id: string, requestId?: string): Promise<TestCase> {
     const row = await this.deps.db.transaction(async (trx) => {
       // Sets before the case (the lock order above): lock the sets that hold it, then the case.
-      const setIds = (await trx('test_set_cases').where({ test_case_id: id }).distinct().orderBy('test_set_id').pluck('test_set_id')) as string[];
-      for (const setId of setIds) await findSet(trx, caller.orgId, setId, true);
+      for (const setId of await setIdsHoldingCase(trx, id)) await findSet(trx, caller.orgId, setId, true);
       const current = await findCase(trx, caller.orgId, id, true);
       if (!current) throw notFound(`No test case ${id}`);
       const fromSets = await removeCaseFromSets(trx, id);

@@ -111,6 +111,11 @@ export async function hasOpenTries(db: Db, runId: string): Promise<boolean> {
   return (await db('tries').where({ run_id: runId }).whereIn('status', ['queued', 'running']).first('id')) !== undefined;
 }
 
+/** The run's queued tries are skipped: `cancelled`, ended now (its running tries are stopped one by one, `TryFlow.cancelRun`). */
+export async function cancelQueuedTries(db: Db, runId: string): Promise<void> {
+  await db('tries').where({ run_id: runId, status: 'queued' }).update({ status: 'cancelled', ended_at: db.fn.now() });
+}
+
 /** Running tries of a run (to cancel them). */
 export async function openTryIds(db: Db, runId: string, status: TryStatus): Promise<string[]> {
   return (await db('tries').where({ run_id: runId, status }).select('id')).map((row: { id: string }) => row.id);

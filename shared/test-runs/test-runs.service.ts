@@ -12,6 +12,7 @@ import { compareCase, summarise, type CaseSummary, type CompareLabel, type RunSu
 import { toTestRun, toTry, type TestRun, type Try } from './test-run-object';
 import type { CaseSnapshot, CustomerSpec, RunCaseRow, TestRunRow } from './test-run-rows';
 import {
+  cancelQueuedTries,
   findLiveCases,
   findLiveSet,
   findRun,
@@ -123,7 +124,7 @@ export class TestRunsService {
       if (!run) throw notFound(`No test run ${runId}`);
       if (run.status === 'completed' || run.status === 'cancelled') throw conflict(`Test run ${runId} is ${run.status}`, 'not_running');
       await updateRun(trx, runId, { status: 'cancelled', ended_at: trx.fn.now() as never });
-      await trx('tries').where({ run_id: runId, status: 'queued' }).update({ status: 'cancelled', ended_at: trx.fn.now() });
+      await cancelQueuedTries(trx, runId);
       await recordAudit(trx, { orgId: caller.orgId, actor: caller.actor, action: 'test_run.cancelled', objectType: 'test_run', objectId: runId, requestId });
     });
     await this.deps.cancelTries(runId);

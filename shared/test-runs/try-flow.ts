@@ -1,28 +1,23 @@
 import type { Knex } from '../db/knex';
+import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import type { JobQueues } from '../queues/job-queues';
-import { jobId } from '../queues/job-queues';
-import { QUEUE_NAMES } from '../queues/catalog';
 import type { SessionsService } from '../sessions/sessions.service';
 import type { CreateTaskInput, CreatedTask } from '../tasks/create-task';
 import type { TaskChangeObserver } from '../tasks/task-change';
 import type { RespondInput, AnsweredBy } from '../tasks/loop/answers';
 import type { TaskRow } from '../tasks/task-rows';
-import { findTaskById } from '../tasks/tasks.repository';
-import { useFreeSlotsSoon, type MachinesService } from '../machines/machines.service';
+import { findTaskById, readLatestEvents } from '../tasks/tasks.repository';
+import type { MachinesService } from '../machines/machines.service';
 import { machineEnded, type CommandRow, type MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
-import type { CaseSnapshot, CustomerSpec, TryRow } from './test-run-rows';
-import { findRun, findTry, findTryWithRun, freeSlotsFor, type RunOfTry, hasOpenTries, runsWithoutOpenTries, nextQueuedTry, openTryIds, quietRunningTries, runCase, runsWaitingFairly, updateRun, updateTry } from './test-runs.repository';
+import type { CaseSnapshot, TryRow } from './test-run-rows';
+import { findRun, findTry, findTryWithRun, type RunOfTry, hasOpenTries, runsWithoutOpenTries, openTryIds, quietRunningTries, runCase, updateRun, updateTry } from './test-runs.repository';
+import { CustomerAtTheMachine, type CustomerBehaviour } from './simulated-customer';
+import { queueTryAdvance, TryScheduler } from './try-scheduling';
+import { moveTry, tryStateEntry, type TryAct } from './try-transitions';
 
-/** What the simulated customer does (shared/evals/customer.ts). */
-export interface CustomerBehaviour {
-  answer(input: { customer: CustomerSpec; question: string; options: string[] }): Promise<{ answer: string }>;
-  /** The secret's value when the request asks the customer to type one (its label in it); else null. */
-  secretToType(customer: CustomerSpec, request: string): string | null;
-  /** `does_steps`: the label a question asks the customer to click; else null. */
-  stepToClick(customer: CustomerSpec, question: string): string | null;
-}
+export type { CustomerBehaviour } from './simulated-customer';
 
 /** The rubric judge (shared/evals/judge.ts). */
 export interface RubricJudgeLike {
@@ -31,6 +26,8 @@ export interface RubricJudgeLike {
 
 export interface TryFlowDeps {
   db: Knex;
+  /** Now, for the flow's own time rules (a machine waiting too long, a try's duration) and its job ids. */
+  clock: Clock;
   queues: JobQueues;
   logger: Logger;
   machines: MachinesService;
@@ -52,126 +49,55 @@ const OUTPUT_TAIL = 4_000;
 const MACHINE_WAIT_MS = 60_000;
 /** A running try this quiet is advanced by the sweep. */
 const SWEEP_QUIET_MS = 30_000;
+/** The transcript the rubric judge reads: the task's last events. */
+const JUDGED_EVENTS = 200;
 
 type AfterCommit = () => Promise<unknown> | void;
 
 /**
- * How tries are scheduled and carried out (docs/evals.md, "Test runs"): a fair pass starts
- * queued tries while runners have free slots (the org and the run with fewest tries running go
- * first); each try then gets a fresh machine from its fixed disk, runs the setup script, runs
- * the agent's task on the machine with the simulated customer at it and the operator's policy,
- * runs the check script and asks the judge, and lets the machine go. Every step is taken by
- * `advance` under the try's row lock, from what PostgreSQL records, in worker-evals; only the
- * judge is asked with no transaction open (`judge`), its verdict then recorded under the lock.
+ * How tries are carried out (docs/evals.md, "Test runs"): `TryScheduler` starts queued tries
+ * while runners have free slots; each try then gets a fresh machine from its fixed disk, runs the
+ * setup script, runs the agent's task on the machine with the simulated customer at it and the
+ * operator's policy (`CustomerAtTheMachine`), runs the check script and asks the judge, and lets
+ * the machine go. Its states, the act that advances each and the moves between them are
+ * `TRY_TRANSITIONS` (try-transitions.ts). Every step is taken by `advance` under the try's row
+ * lock, from what PostgreSQL records, in worker-evals; only the judge is asked with no
+ * transaction open (`judge`), its verdict then recorded under the lock.
  */
 export class TryFlow {
-  constructor(private readonly deps: TryFlowDeps) {}
+  private readonly scheduler: TryScheduler;
+  private readonly customerAtTheMachine: CustomerAtTheMachine;
+  /** What `advance` does in each state, by the name `TRY_TRANSITIONS` gives it; those of states that use the machine are called once it runs (`step`). */
+  private readonly acts: Readonly<Record<TryAct, (trx: Knex.Transaction, at: TryAt, after: AfterCommit[]) => Promise<void>>>;
 
-  /** Queues a scheduling pass, which gives waiting machines their slots first (`useFreeSlotsSoon`); passes asked for while one waits are one. */
-  scheduleSoon(): Promise<void> {
-    return useFreeSlotsSoon(this.deps.queues);
-  }
-
-  advanceSoon(tryId: string, why: string): Promise<boolean> {
-    return queueTryAdvance(this.deps.queues, tryId, why);
-  }
-
-  /**
-   * Starts queued tries while runners have room, fairly across orgs and runs. Each started try's
-   * machine is placed while the next try starts (a run's first tries start one after another, and
-   * its slots fill sooner so). Returns how many started.
-   */
-  async schedule(): Promise<number> {
-    let started = 0;
-    const placing: Array<Promise<void>> = [];
-    try {
-      for (;;) {
-        let startedThisPass = 0;
-        for (const run of await runsWaitingFairly(this.deps.db, 100)) {
-          const machineId = await this.startNext(run.id);
-          if (!machineId) continue;
-          startedThisPass += 1;
-          // Its machine takes the slot counted free for it, in this job: no second hop through the
-          // queue. A machine not yet placed counts as waiting, so the tries started meanwhile never
-          // count its slot twice.
-          placing.push(this.deps.machines.placeNow(machineId));
-        }
-        started += startedThisPass;
-        if (!startedThisPass) return started;
-      }
-    } finally {
-      await Promise.all(placing);
-    }
-  }
-
-  /**
-   * The run's next try started in a transaction of its own: the id of its machine, or null. A
-   * run whose next try cannot start is logged and passed over, so that it holds up no other run.
-   */
-  private async startNext(runId: string): Promise<string | null> {
-    try {
-      return await this.deps.db.transaction((trx) => this.startNextIn(trx, runId));
-    } catch (error) {
-      this.deps.logger.warn({ err: error, run: runId }, 'could not start the next try of a run; the other runs go on');
-      return null;
-    }
-  }
-
-  /** `startNext` in the caller's transaction: the id of the machine requested for the try, to place once it commits; null when none started. */
-  private async startNextIn(trx: Knex.Transaction, runId: string): Promise<string | null> {
-    const next = await nextQueuedTry(trx, runId);
-    if (!next) return null;
-    const run = (await findRun(trx, null, runId))!;
-    if (run.status !== 'queued' && run.status !== 'running') return null;
-    const snapshot = (await runCase(trx, runId, next.position))!.snapshot;
-    const free = await freeSlotsFor(trx, { orgId: run.org_id, image: snapshot.disk.image, pinnedRunnerId: snapshot.pinned_runner_id }, this.deps.offlineAfterMs);
-    if (free <= 0) return null;
-    const machineId = await this.startOnMachine(trx, run, next, snapshot);
-    if (run.status === 'queued') await updateRun(trx, runId, { status: 'running', started_at: trx.fn.now() as never });
-    return machineId;
-  }
-
-  /**
-   * A try ended in the caller's transaction and let its machine go: the fairest run's next try
-   * starts in the same transaction. Its machine waits for the slot the ended try's machine holds
-   * until that machine is destroyed, whose settle hands the slot straight over
-   * (`MachinesService.settle`): the slot never stands idle while tries wait. Returns a machine to
-   * place once the transaction commits (it may fit a free slot elsewhere), or null.
-   */
-  private async startFairestIn(trx: Knex.Transaction): Promise<string | null> {
-    for (const run of await runsWaitingFairly(trx, 100)) {
-      const machineId = await this.startNextIn(trx, run.id);
-      if (machineId) return machineId;
-    }
-    return null;
-  }
-
-  /**
-   * `startFairestIn` for a try that ended, in a savepoint of its transaction: a next try that
-   * cannot start (logged) is left to the scheduling pass queued after the commit, and the ended
-   * try's end stands.
-   */
-  private async startNextAfterEnd(trx: Knex.Transaction, endedTryId: string): Promise<string | null> {
-    try {
-      return await trx.transaction((savepoint) => this.startFairestIn(savepoint));
-    } catch (error) {
-      this.deps.logger.warn({ err: error, try: endedTryId }, 'could not start the next try as this one ended; the scheduling pass will');
-      return null;
-    }
-  }
-
-  /** A fresh machine for the try (its first, or after an infrastructure failure). */
-  private async startOnMachine(trx: Knex.Transaction, run: RunOfTry, row: TryRow, snapshot: CaseSnapshot): Promise<string> {
-    const machine = await this.deps.machines.request(trx, {
-      orgId: run.org_id,
-      owner: { kind: 'try', id: row.id },
-      disk: snapshot.disk,
-      os: snapshot.os,
-      pinnedRunnerId: snapshot.pinned_runner_id,
-      label: `try ${row.attempt} of ${row.test_case_id} in ${run.id}`,
+  constructor(private readonly deps: TryFlowDeps) {
+    this.scheduler = new TryScheduler(deps);
+    this.customerAtTheMachine = new CustomerAtTheMachine(deps);
+    this.acts = Object.freeze({
+      afterMachine: (trx, at, after) => this.afterMachine(trx, at, at.machine!, after),
+      afterSetup: (trx, at, after) => this.afterSetup(trx, at, at.machine!, after),
+      duringTask: (trx, at, after) => this.duringTask(trx, at, at.machine!, after),
+      afterCheck: (trx, at, after) => this.afterCheck(trx, at, at.machine!, after),
+      // The machine has done its part (the check's result is recorded): the judge reads the
+      // transcript, so losing the machine now loses nothing. A judging cut short (the process
+      // went, the judge failed) is asked again.
+      askJudge: async (_trx, at, after) => void after.push(() => this.judge(at.row.id)),
     });
-    await updateTry(trx, row.id, { status: 'running', phase: 'machine', machine_id: machine.id, task_id: null, runner_id: null, started_at: (row.started_at ?? trx.fn.now()) as never });
-    return machine.id;
+  }
+
+  /** Queues a scheduling pass (`TryScheduler.scheduleSoon`). */
+  scheduleSoon(): Promise<void> {
+    return this.scheduler.scheduleSoon();
+  }
+
+  /** Queues the try's `advance` (after a change of its machine). */
+  advanceSoon(tryId: string, why: string): Promise<boolean> {
+    return queueTryAdvance(this.deps.queues, this.deps.clock, tryId, why);
+  }
+
+  /** A scheduling pass (`TryScheduler.schedule`): how many tries started. */
+  schedule(): Promise<number> {
+    return this.scheduler.schedule();
   }
 
   /** The run was cancelled: its running tries stop (their tasks stopped, machines let go). */
@@ -189,6 +115,7 @@ export class TryFlow {
     return ids.length + finished.length + (await this.schedule());
   }
 
+  /** Takes the next step of a running try (`step`) under its row lock; what the step leaves for after the commit runs then. A try not running is left. */
   async advance(tryId: string): Promise<void> {
     const after: AfterCommit[] = [];
     await this.deps.db.transaction(async (trx) => {
@@ -198,6 +125,12 @@ export class TryFlow {
     for (const work of after) await work();
   }
 
+  /**
+   * One step of a running try: a cancelled run ends it; otherwise the act of its state
+   * (`TRY_TRANSITIONS`), after the checks every state that uses the machine shares: a machine
+   * lost is an infrastructure failure, one no runner took in time sends the try back to the
+   * queue, one not running yet leaves the try as it is.
+   */
   private async step(trx: Knex.Transaction, at: TryAt, after: AfterCommit[]): Promise<void> {
     const { row, run, machine } = at;
     if (run.status === 'cancelled') {
@@ -205,44 +138,29 @@ export class TryFlow {
       if (row.task_id) after.push(() => this.deps.stopTask(row.task_id!, run.org_id, 'The test run was cancelled').catch(() => undefined));
       return;
     }
-    if (row.phase === 'judge') {
-      // The machine has done its part (the check's result is recorded): the judge reads the
-      // transcript, so losing the machine now loses nothing. A judging cut short (the process
-      // went, the judge failed) is asked again.
-      after.push(() => this.judge(at.row.id));
-      return;
-    }
+    const state = tryStateEntry(row);
+    if (state?.act && !state.usesMachine) return this.acts[state.act](trx, at, after);
     if (!machine) return;
     if (machineEnded(machine.status)) {
       if (row.phase !== 'done') await this.infrastructureFailed(trx, at, `The machine was lost: ${machine.error ?? 'it stopped'}`, after);
       return;
     }
-    if (machine.status === 'waiting' && Date.now() - machine.created_at.getTime() > MACHINE_WAIT_MS) {
+    if (machine.status === 'waiting' && this.deps.clock.now().getTime() - machine.created_at.getTime() > MACHINE_WAIT_MS) {
       // Its runner went between the scheduler's count and the placement: back in the queue (not
       // an infrastructure retry), for the scheduler to start again when a slot is free.
       after.push(() => this.deps.machines.release(machine.id, 'No runner took the machine in time'), () => this.scheduleSoon());
-      await updateTry(trx, row.id, { status: 'queued', phase: null, machine_id: null });
+      await moveTry(trx, row, 'queued', { machine_id: null });
       return;
     }
     if (machine.status !== 'running') return;
-    switch (row.phase) {
-      case 'machine':
-        return this.afterMachine(trx, at, machine, after);
-      case 'setup':
-        return this.afterSetup(trx, at, machine, after);
-      case 'task':
-        return this.duringTask(trx, at, machine, after);
-      case 'check':
-        return this.afterCheck(trx, at, machine, after);
-      default:
-    }
+    if (state?.act) await this.acts[state.act](trx, at, after);
   }
 
   /** The machine runs: the setup script, or straight to the task (either records the runner it runs on). */
   private async afterMachine(trx: Knex.Transaction, at: TryAt, machine: MachineRow, after: AfterCommit[]): Promise<void> {
     if (at.snapshot.setup_script) {
       const command = await this.deps.machines.runScript(machine, at.snapshot.setup_script, SCRIPT_TIMEOUT_MS, trx);
-      await updateTry(trx, at.row.id, { phase: 'setup', runner_id: machine.runner_id });
+      await moveTry(trx, at.row, 'setup', { runner_id: machine.runner_id });
       after.push(() => this.deps.machines.send(command));
       return;
     }
@@ -277,7 +195,7 @@ export class TryFlow {
       actor: null,
       metadata: { test_run_id: run.id, try_id: row.id, test_case_id: row.test_case_id },
     });
-    await updateTry(trx, row.id, { phase: 'task', task_id: created.row.id, runner_id: machine.runner_id });
+    await moveTry(trx, row, 'task', { task_id: created.row.id, runner_id: machine.runner_id });
     after.push(created.afterCommit);
   }
 
@@ -286,7 +204,7 @@ export class TryFlow {
     const task = at.row.task_id ? await findTaskById(trx, at.row.task_id) : undefined;
     if (!task) return;
     if (task.status === 'queued' || task.status === 'running') {
-      if (task.pending) after.push(() => this.actOnPending(at, machine, task));
+      if (task.pending) after.push(() => this.customerAtTheMachine.actOnPending({ tryId: at.row.id, orgId: at.run.org_id, snapshot: at.snapshot, machine, task }));
       return;
     }
     // A task that failed while its machine was away (its runner died, or its connection did not
@@ -298,7 +216,7 @@ export class TryFlow {
     await updateTry(trx, at.row.id, { steps: task.steps });
     if (at.snapshot.check_script) {
       const command = await this.deps.machines.runScript(machine, at.snapshot.check_script, SCRIPT_TIMEOUT_MS, trx);
-      await updateTry(trx, at.row.id, { phase: 'check' });
+      await moveTry(trx, at.row, 'check');
       after.push(() => this.deps.machines.send(command));
       return;
     }
@@ -323,7 +241,7 @@ export class TryFlow {
    */
   private async score(trx: Knex.Transaction, at: TryAt, task: TaskRow, check: TryRow['check'], after: AfterCommit[]): Promise<void> {
     if (at.snapshot.rubric) {
-      await updateTry(trx, at.row.id, { phase: 'judge', check, steps: task.steps });
+      await moveTry(trx, at.row, 'judge', { check, steps: task.steps });
       after.push(() => this.judge(at.row.id));
       return;
     }
@@ -341,13 +259,13 @@ export class TryFlow {
     if (row?.status !== 'running' || row.phase !== 'judge' || !row.task_id) return;
     const snapshot = (await runCase(this.deps.db, row.run_id, row.position))!.snapshot;
     const task = (await findTaskById(this.deps.db, row.task_id))!;
-    const events = await this.deps.db('task_events').where({ task_id: task.id }).orderBy('cursor', 'desc').limit(200).select('type', 'message');
+    const events = await readLatestEvents(this.deps.db, task.id, JUDGED_EVENTS);
     const rubric = await this.deps.judge.judge({
       rubric: snapshot.rubric!,
       prompt: task.prompt,
       result: task.result,
       status: task.status,
-      events: events.reverse(),
+      events,
       lastScreenText: task.observation?.text ?? '',
     });
     const after: AfterCommit[] = [];
@@ -375,58 +293,26 @@ export class TryFlow {
       return;
     }
     this.deps.logger.warn({ try: row.id, reason: why }, 'try retried after an infrastructure failure');
-    await updateTry(trx, row.id, { status: 'queued', phase: null, machine_id: null, task_id: null, runner_id: null, infra_retries: row.infra_retries + 1, error: why });
+    await moveTry(trx, row, 'queued', { machine_id: null, task_id: null, runner_id: null, infra_retries: row.infra_retries + 1, error: why });
     after.push(() => this.scheduleSoon());
   }
 
   /** The try ends: its machine goes, the run completes when it was the last. */
   private async end(trx: Knex.Transaction, at: TryAt, outcome: Partial<TryRow>, after: AfterCommit[], releaseMachine = true): Promise<void> {
     const { row, run } = at;
-    const started = row.started_at ?? new Date();
-    await updateTry(trx, row.id, { ...outcome, phase: 'done', ended_at: trx.fn.now() as never, duration_ms: Date.now() - started.getTime() });
+    const now = this.deps.clock.now();
+    const started = row.started_at ?? now;
+    await moveTry(trx, row, 'done', { ...outcome, ended_at: trx.fn.now() as never, duration_ms: now.getTime() - started.getTime() });
     // Its machine is let go in this transaction: the destroy goes out as soon as it commits.
     if (releaseMachine && row.machine_id) {
       const released = await this.deps.machines.releaseIn(trx, row.machine_id);
       after.push(() => released('The try is over'));
     }
-    const next = await this.startNextAfterEnd(trx, row.id);
+    const next = await this.scheduler.startNextAfterEnd(trx, row.id);
     if (next) after.push(() => this.deps.machines.place(next));
     // Last: the run's row lock is held only for the commit that follows.
     await completeIfDone(trx, run.id);
     after.push(() => this.scheduleSoon());
-  }
-
-  /**
-   * A question or approval is open. The operator's policy decides approvals at once (`approve`,
-   * `deny`); with `none` the customer may approve one shown to them (`clicks_admin_prompts`). A
-   * question shown to the customer is answered: by typing a secret it names into the focused
-   * field, by clicking what it asks to click (`does_steps`), or from the facts.
-   */
-  private async actOnPending(at: TryAt, machine: MachineRow, task: TaskRow): Promise<void> {
-    const pending = task.pending!;
-    const { snapshot, run } = at;
-    const customer = snapshot.customer;
-    const respond = (input: RespondInput, by: AnsweredBy) => this.deps.respond(task.id, run.org_id, input, by).catch((error: Error) => this.deps.logger.info({ try: at.row.id, err: error }, 'answer not taken'));
-    if (pending.type === 'approval') {
-      if (snapshot.approvals === 'approve' || snapshot.approvals === 'deny') return void (await respond({ approval_id: pending.approval_id, decision: snapshot.approvals }, 'operator'));
-      if (customer?.clicks_admin_prompts && pending.customer_can_approve) await respond({ approval_id: pending.approval_id, decision: 'approve' }, 'customer');
-      return;
-    }
-    if (!customer || !pending.customer_can_answer) return;
-    const secret = this.deps.customer.secretToType(customer, pending.question);
-    if (secret !== null) {
-      await this.deps.machines.input(machine, { type: 'type', text: secret });
-      await respond({ question_id: pending.question_id, answer: 'I typed it in.' }, 'customer');
-      return;
-    }
-    const label = customer.does_steps ? this.deps.customer.stepToClick(customer, pending.question) : null;
-    if (label !== null) {
-      await this.deps.machines.input(machine, { type: 'click_label', label });
-      await respond({ question_id: pending.question_id, answer: 'Done' }, 'customer');
-      return;
-    }
-    const { answer } = await this.deps.customer.answer({ customer, question: pending.question, options: pending.options });
-    await respond({ question_id: pending.question_id, answer }, 'customer');
   }
 }
 
@@ -489,19 +375,15 @@ export async function completeIfDone(trx: Knex.Transaction, runId: string): Prom
   if (run?.status === 'running' && !(await hasOpenTries(trx, runId))) await updateRun(trx, runId, { status: 'completed', ended_at: trx.fn.now() as never });
 }
 
-function queueTryAdvance(queues: JobQueues, tryId: string, why: string): Promise<boolean> {
-  return queues.enqueueOrLeaveToSweep(QUEUE_NAMES.evals, 'try-advance', { try_id: tryId }, { jobId: jobId('try', tryId, why.replace(/:/g, '-'), Date.now()) });
-}
-
 /** After a try's task changes with something open or ends: the try advances (its metadata names it). */
-export function tryTasks(deps: { queues: JobQueues }): TaskChangeObserver {
+export function tryTasks(deps: { queues: JobQueues; clock: Clock }): TaskChangeObserver {
   return {
     name: 'try-tasks',
     async taskChanged({ row, events }) {
       const tryId = row.metadata?.try_id;
       if (!tryId || !events.length) return;
       const ended = row.status === 'completed' || row.status === 'failed' || row.status === 'stopped';
-      if (ended || row.pending) await queueTryAdvance(deps.queues, tryId, `task-${row.cursor}`);
+      if (ended || row.pending) await queueTryAdvance(deps.queues, deps.clock, tryId, `task-${row.cursor}`);
     },
   };
 }

@@ -72,3 +72,8 @@ export async function removeCaseFromSets(db: Db, caseId: string): Promise<string
   if (setIds.length > 0) await db('test_sets').whereIn('id', setIds).update({ updated_at: db.fn.now() });
   return setIds;
 }
+
+/** The ids of the sets that hold a case, in id order (the order their rows are locked in). */
+export async function setIdsHoldingCase(db: Db, caseId: string): Promise<string[]> {
+  return (await db('test_set_cases').where({ test_case_id: caseId }).distinct().orderBy('test_set_id').pluck('test_set_id')) as string[];
+}

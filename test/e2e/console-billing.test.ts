@@ -22,8 +22,8 @@ describe('the console\'s Billing page (Chromium)', function () {
   /** An org on `plan` (the operator's lever), with `cents` credited when given. */
   const orgOn = async (plan: string, cents = 0) => {
     const org = await service.newOrg('Billing page org');
-    await billing().setPlan(org.orgId, plan, operator(org.orgId), { operator: true });
-    if (cents) await billing().credit(org.orgId, cents, operator(org.orgId));
+    await billing().levers.setPlan(org.orgId, plan, operator(org.orgId), { operator: true });
+    if (cents) await billing().levers.credit(org.orgId, cents, operator(org.orgId));
     return org;
   };
   /** `/v1` with a console sign-in's cookie, and its CSRF token on changes, as the page's script calls it. */
@@ -212,7 +212,7 @@ describe('the console\'s Billing page (Chromium)', function () {
 
   it('lists top-ups and credits newest first, 20 at a time, with "Older entries" for the rest', async () => {
     const { orgId } = await orgOn('free');
-    for (let n = 1; n <= 22; n++) await billing().credit(orgId, n * 100, operator(orgId), `Credit number ${n}`);
+    for (let n = 1; n <= 22; n++) await billing().levers.credit(orgId, n * 100, operator(orgId), `Credit number ${n}`);
     const { page, context } = await openBilling(orgId, 'owner');
     await page.getByTestId('payments').locator('tbody tr').first().waitFor();
     const first = await cellsOf(page, 'payments');
@@ -238,7 +238,7 @@ describe('the console\'s Billing page (Chromium)', function () {
 
     it('a top-up and turning on auto top-up show the API\'s 503 payments_unavailable message; a member reads why the top-ups are not shown', async () => {
       const { orgId } = await bare.newOrg('No payments org');
-      await bare.running.container.billing.setPlan(orgId, 'free', operator(orgId), { operator: true });
+      await bare.running.container.billing.levers.setPlan(orgId, 'free', operator(orgId), { operator: true });
       const open = async (role: 'admin' | 'member') => {
         const person = await addMember(bare, orgId, role);
         const context = await browser.newContext();

@@ -145,12 +145,12 @@ describe('machine sessions end to end (reference desktop client, scripted model)
 
   it('returns the same task for the same request_id (409 idempotency_conflict with another prompt), and 409 task_running for another while one runs', async () => {
     const { code } = await pairedMachine();
-    const first = await createOn(code, script('sleep 3600'), { request_id: 'machine-req-1' });
-    const again = await createOn(code, script('sleep 3600'), { request_id: 'machine-req-1' });
+    const first = await createOn(code, script('sleep 3600'), { idempotencyKey: 'machine-req-1' });
+    const again = await createOn(code, script('sleep 3600'), { idempotencyKey: 'machine-req-1' });
     expect(again).to.deep.include({ created: false });
     expect(again.row.id).to.equal(first.row.id);
     // The same key with another prompt is a mistake, not a retry.
-    const reused = await createOn(code, script('done "other"'), { request_id: 'machine-req-1' }).catch((error: unknown) => error);
+    const reused = await createOn(code, script('done "other"'), { idempotencyKey: 'machine-req-1' }).catch((error: unknown) => error);
     expect(reused).to.be.instanceOf(ApiError).and.to.deep.include({ status: 409, code: 'idempotency_conflict' });
     const refused = await createOn(code, script('done "other"')).catch((error: unknown) => error);
     expect(refused).to.be.instanceOf(ApiError).and.to.deep.include({ status: 409, code: 'task_running' });

@@ -52,9 +52,9 @@ describe('audit rows commit with the change they record', () => {
   it('changes no plan, credits nothing and keeps the auto top-up settings when their audit row fails', async () => {
     const caller = { orgId, actor: team.actor, requestId: team.requestId };
     const before = await container.db('billing_accounts').where({ org_id: orgId }).first();
-    await refused(container.billing.setPlan(orgId, 'enterprise', caller, { operator: true }));
-    await refused(container.billing.credit(orgId, 500, caller));
-    await refused(container.billing.updateSettings(orgId, { threshold_cents: 123 }, caller));
+    await refused(container.billing.levers.setPlan(orgId, 'enterprise', caller, { operator: true }));
+    await refused(container.billing.levers.credit(orgId, 500, caller));
+    await refused(container.billing.levers.updateSettings(orgId, { threshold_cents: 123 }, caller));
     const after = await container.db('billing_accounts').where({ org_id: orgId }).first();
     expect(after).to.deep.equal(before);
     expect(await container.db('billing_ledger').where({ org_id: orgId })).to.deep.equal([]);

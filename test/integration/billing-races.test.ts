@@ -27,7 +27,7 @@ describe('billing under concurrency', function () {
 
     it('runs no more tasks than the plan allows; every other start answers 429 concurrency_limit', async () => {
       const { key, orgId } = await service.newOrg();
-      await service.running.container.billing.setPlan(orgId, 'race_test', { orgId, actor: null }, { operator: true });
+      await service.running.container.billing.levers.setPlan(orgId, 'race_test', { orgId, actor: null }, { operator: true });
       const codes: string[] = [];
       for (let batch = 0; batch < 10; batch++) {
         const connected = await Promise.all(Array.from({ length: 20 }, () => connectDesktop(service, key)));
@@ -57,7 +57,7 @@ describe('billing under concurrency', function () {
   describe('without a payment provider (no STRIPE_SECRET_KEY)', () => {
     it('answers paid features with 503 payments_unavailable, and the free plan works', async () => {
       const { key, orgId } = await service.newOrg();
-      await service.running.container.billing.setPlan(orgId, 'free', { orgId, actor: null }, { operator: true });
+      await service.running.container.billing.levers.setPlan(orgId, 'free', { orgId, actor: null }, { operator: true });
       for (const [method, path, body] of [['POST', '/v1/billing/card', undefined], ['POST', '/v1/billing/top_ups', { amount_cents: 1000 }], ['PUT', '/v1/billing/settings', { auto_topup: { enabled: true } }]] as const) {
         const refused = await service.api(key, method, path, body);
         expect(refused.status, path).to.equal(503);

@@ -33,8 +33,8 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
   /** An org on `plan` (the operator's lever), with `cents` credited when given. */
   const orgOn = async (plan: string, cents = 0) => {
     const org = await service.newOrg();
-    await billing().setPlan(org.orgId, plan, operator(org.orgId), { operator: true });
-    if (cents) await billing().credit(org.orgId, cents, operator(org.orgId));
+    await billing().levers.setPlan(org.orgId, plan, operator(org.orgId), { operator: true });
+    if (cents) await billing().levers.credit(org.orgId, cents, operator(org.orgId));
     return org;
   };
   /** Saves a card the way a person does: the SetupIntent's secret to the browser, then Stripe's webhook. */
@@ -89,9 +89,9 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
       expect(refused.body.error.message).to.contain('owner');
       expect((await service.api(key, 'GET', '/v1/usage')).body.plan.plan_id).to.equal('free');
       // An owner's change (the console's sign-in), through the service: audited; an operator-only plan refused.
-      await billing().setPlan(orgId, 'pay_as_you_go', { orgId, actor: { type: 'user', email: 'owner@example.com' } });
+      await billing().levers.setPlan(orgId, 'pay_as_you_go', { orgId, actor: { type: 'user', email: 'owner@example.com' } });
       let refusedEnterprise: any;
-      await billing().setPlan(orgId, 'enterprise', { orgId, actor: { type: 'user', email: 'owner@example.com' } }).catch((error) => (refusedEnterprise = error));
+      await billing().levers.setPlan(orgId, 'enterprise', { orgId, actor: { type: 'user', email: 'owner@example.com' } }).catch((error) => (refusedEnterprise = error));
       expect(refusedEnterprise).to.include({ status: 403 });
       const audit = await service.api(key, 'GET', '/v1/audit_log?action=billing.plan_changed');
       expect(audit.body.data[0].data).to.deep.equal({ from: 'free', to: 'pay_as_you_go' });
@@ -184,7 +184,7 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
       expect(refused.status).to.equal(402);
       expect(refused.body.error).to.include({ code: 'insufficient_balance' });
       expect(refused.body.error.message).to.match(/add funds/);
-      await billing().credit(orgId, 500, operator(orgId));
+      await billing().levers.credit(orgId, 500, operator(orgId));
       expect((await start(key)).status).to.equal(200);
     });
   });
@@ -211,8 +211,8 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
         ended_at: db().raw('now()'),
       });
       await db()('tries').insert([tryRow(`try_${runId}_cloud`, cloud.runner.runner_id), tryRow(`try_${runId}_own`, own.body.runner_id)]);
-      await billing().chargeMachineMinutes();
-      await billing().chargeMachineMinutes();
+      await billing().metering.chargeMachineMinutes();
+      await billing().metering.chargeMachineMinutes();
       const charged = await db()('billing_ledger').where({ org_id: orgId, kind: 'machine_minute' }).orderBy('minute');
       expect(charged.map((row) => [row.try_id, row.minute, Number(row.amount_cents)])).to.deep.equal([1, 2, 3].map((minute) => [`try_${runId}_cloud`, minute, -10]));
       const usage = (await service.api(key, 'GET', '/v1/usage')).body;
@@ -256,6 +256,27 @@ describe('billing: plans, metering, 402 and 429 at task start, payments (against
       const unsigned = await fetch(`${service.baseUrl}/billing/stripe/webhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload });
       expect(unsigned.status).to.equal(400);
       expect((await service.api(key, 'GET', '/v1/billing')).body.balance_cents).to.equal(0);
+    });
+
+    it('does not count a webhook whose handling failed as handled: Stripe\'s next delivery of it credits the payment', async () => {
+      const { key, orgId } = await orgOn('pay_as_you_go');
+      const customer = await saveCard(key, orgId);
+      const event = stripeEvent('payment_intent.succeeded', { id: `pi_redelivered_${orgId}`, object: 'payment_intent', amount: 1500, amount_received: 1500, customer, metadata: { kind: 'top_up' } });
+      // Crediting writes an audit row in its transaction: while a trigger refuses audit rows, handling the event fails.
+      await db().raw(`create function test_refuse_audit_rows() returns trigger language plpgsql as $$ begin raise exception 'audit row refused by the test'; end $$;
+        create trigger test_refuse_audit_rows before insert on audit_log for each row execute function test_refuse_audit_rows()`);
+      let first: { status: number; body: any };
+      try {
+        first = await sendStripeWebhook(service.baseUrl, event, WEBHOOK_SECRET);
+      } finally {
+        await db().raw('drop trigger if exists test_refuse_audit_rows on audit_log; drop function if exists test_refuse_audit_rows()');
+      }
+      expect(first.status).to.equal(500);
+      expect(await db()('billing_provider_events').where({ id: event.id })).to.deep.equal([]);
+      expect((await service.api(key, 'GET', '/v1/billing')).body.balance_cents).to.equal(0);
+      expect((await sendStripeWebhook(service.baseUrl, event, WEBHOOK_SECRET)).body).to.deep.equal({ received: true, handled: true });
+      expect((await service.api(key, 'GET', '/v1/billing')).body.balance_cents).to.equal(1500);
+      expect((await sendStripeWebhook(service.baseUrl, event, WEBHOOK_SECRET)).body).to.deep.equal({ received: true, handled: false });
     });
 
     it('a declined auto top-up marks the card: the start answers 402 card_needs_attention; an updated card starts again', async () => {

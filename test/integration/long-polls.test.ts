@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestService, waitFor, type ApiResponse, type TestService } from '../support/service';
 import { startSleepingTask } from '../support/tasks';
-import { changeTask } from '../../shared/tasks/task-change';
+import { changeTaskLocked } from '../../shared/tasks/task-change';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
@@ -73,11 +73,14 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
 
   it('answers a waiting poll when an event is written', async () => {
     const before = await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=0`);
+    const { followers } = service.running.container;
+    const waitingBefore = followers.waitingFollowers;
     const waiting = service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${before.body.cursor}&wait_ms=20000`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Write once the poll is waiting (the service counts it), so that the write must wake it.
+    await waitFor(() => followers.waitingFollowers > waitingBefore, 5_000, 'the poll to wait');
     const started = Date.now();
     const deps = { ...service.running.container, baseUrl: service.running.container.config.baseUrl };
-    await changeTask(deps, taskId, (change) => change.event('note', 'woken'));
+    await changeTaskLocked(deps, taskId, (change) => change.event('note', 'woken'));
     const answer = await waiting;
     expect(Date.now() - started).to.be.below(2000);
     expect(answer.status).to.equal(200);
@@ -100,7 +103,9 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
     try {
       socket.destroy();
       await waitFor(() => followers.waitingFollowers === waitingBefore, 1_000, 'the wait to end');
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // A read for it would start as its wait ends, and the pool hands out connections in the
+      // order they are asked for: one asked for now is served after any such read has been sent.
+      await db.raw('select 1');
       expect(reads).to.equal(0);
     } finally {
       db.off('query', onQuery);
@@ -144,7 +149,7 @@ describe('long polls beside Koa (GET /v1/tasks/{task_id}/events)', () => {
     const other = await startTestService({ DESKHAND_REDIS_PREFIX: prefix, DESKHAND_SHUTDOWN_TIMEOUT_MS: '5000' }, ['web']);
     const { cursor } = (await other.api(key, 'GET', `/v1/tasks/${taskId}/events`)).body;
     const waiting = other.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=50000`);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitFor(() => other.running.container.followers.waitingFollowers === 1, 5_000, 'the poll to wait on the second web process');
     const started = Date.now();
     const stopping = other.running.stop();
     const answer = await waiting;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestService, waitFor, type TestService } from '../support/service';
 import { startSleepingTask } from '../support/tasks';
-import { changeTask, type CommittedTaskChange, type TaskChangeObserver } from '../../shared/tasks/task-change';
+import { changeTaskLocked, type CommittedTaskChange, type TaskChangeObserver } from '../../shared/tasks/task-change';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 
 /**
@@ -63,7 +63,7 @@ describe('after-commit observers of task changes', () => {
 
   it('tell an observer of a committed change: the row as written, its events and its org event ids', async () => {
     const before = heard.length;
-    const { row } = await changeTask(deps(), taskId, (change) => {
+    const { row } = await changeTaskLocked(deps(), taskId, (change) => {
       change.event('note', 'observed', { n: 1 });
       change.orgEvent('task.waiting_for_user');
     });
@@ -84,7 +84,7 @@ describe('after-commit observers of task changes', () => {
     const before = heard.length;
     const cursor = (await deps().db('tasks').where({ id: taskId }).first('cursor')).cursor;
     let error: unknown;
-    await changeTask(deps(), taskId, (change) => {
+    await changeTaskLocked(deps(), taskId, (change) => {
       change.event('note', 'undone');
       throw new Error('the work failed');
     }).catch((caught: unknown) => (error = caught));
@@ -96,7 +96,7 @@ describe('after-commit observers of task changes', () => {
 
   it('a failing observer fails neither the change nor the other observers', async () => {
     const before = { heard: heard.length, alsoHeard: alsoHeard.length };
-    const { row } = await changeTask(deps(), taskId, (change) => change.event('note', FAIL));
+    const { row } = await changeTaskLocked(deps(), taskId, (change) => change.event('note', FAIL));
     expect(heard.slice(before.heard).map((committed) => committed.row.cursor)).to.deep.equal([row.cursor]);
     expect(alsoHeard.slice(before.alsoHeard).map((committed) => committed.row.cursor)).to.deep.equal([row.cursor]);
     const events = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${row.cursor - 1}`)).body.data;

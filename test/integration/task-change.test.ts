@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { startTestService, waitFor, type TestService } from '../support/service';
 import { connectDesktop, countFollowReads as countFollowReadsOn, follow, script, startSleepingTask } from '../support/tasks';
-import { changeTask, taskChannel, type TaskChange } from '../../shared/tasks/task-change';
-import { readTaskForChange, rowFromHint, rowHint, type TaskRow } from '../../shared/tasks/tasks.repository';
+import { changeTaskIfUnchanged, changeTaskLocked, taskChannel, type TaskChange } from '../../shared/tasks/task-change';
+import { readTaskForChange } from '../../shared/tasks/tasks.repository';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { QUEUE_NAMES } from '../../shared/queues/catalog';
 import { Notifier } from '../../shared/notifier';
@@ -10,8 +10,9 @@ import { createRedis } from '../../shared/redis';
 import { TaskFollowers } from '../../shared/tasks/task-followers';
 
 /**
- * `changeTask` from a row read without the lock (the loop's busiest paths): written in one
- * statement when nobody changed the task since, and run again under the lock otherwise.
+ * `changeTaskIfUnchanged` from a row read without the lock (the loop's busiest paths): written in
+ * one statement when nobody changed the task since, and nothing written otherwise (the caller
+ * then makes the change with `changeTaskLocked`). Each runs its work once.
  */
 describe('task changes from a row read without the lock', () => {
   let service: TestService;
@@ -38,9 +39,9 @@ describe('task changes from a row read without the lock', () => {
   it('writes the update, its events and a frame in one go when the row is unchanged', async () => {
     const seen = (await readTaskForChange(deps().db, taskId))!;
     const rows: number[] = [];
-    const { row } = await changeTask(
+    const { row } = (await changeTaskIfUnchanged(
       deps(),
-      taskId,
+      seen,
       (change) => {
         rows.push(change.row.cursor);
         change.event('note', 'first');
@@ -48,8 +49,7 @@ describe('task changes from a row read without the lock', () => {
         change.frame({ task_id: taskId, seq: seen.frames + 1, width: 2, height: 2, png: Buffer.from('not checked here'), created_at: change.now });
         change.set({ frames: seen.frames + 1 });
       },
-      seen,
-    );
+    ))!;
     expect(rows).to.deep.equal([seen.cursor]);
     expect(row.cursor).to.equal(seen.cursor + 2);
     const stored = (await readTaskForChange(deps().db, taskId))!;
@@ -65,20 +65,18 @@ describe('task changes from a row read without the lock', () => {
     expect(frame.png.toString()).to.equal('not checked here');
   });
 
-  it('runs the work again under the lock when the row changed after it was read, writing nothing twice', async () => {
+  it('writes nothing when the row changed after it was read; the locked change then runs the work once on the newer row', async () => {
     const seen = (await readTaskForChange(deps().db, taskId))!;
     // Somebody else changes the task in between.
-    await changeTask(deps(), taskId, (change) => change.event('note', 'in between'));
+    await changeTaskLocked(deps(), taskId, (change) => change.event('note', 'in between'));
     const runs: Array<{ cursor: number; locked: boolean }> = [];
-    const { row } = await changeTask(
-      deps(),
-      taskId,
-      (change: TaskChange) => {
-        runs.push({ cursor: change.row.cursor, locked: change.row.row_version === undefined });
-        change.event('note', 'after');
-      },
-      seen,
-    );
+    const work = (change: TaskChange) => {
+      runs.push({ cursor: change.row.cursor, locked: change.row.row_version === undefined });
+      change.event('note', 'after');
+    };
+    expect(await changeTaskIfUnchanged(deps(), seen, work)).to.equal(null);
+    expect(runs).to.deep.equal([{ cursor: seen.cursor, locked: false }]);
+    const { row } = await changeTaskLocked(deps(), taskId, work);
     expect(runs).to.deep.equal([
       { cursor: seen.cursor, locked: false },
       { cursor: seen.cursor + 1, locked: true },
@@ -89,31 +87,55 @@ describe('task changes from a row read without the lock', () => {
     expect(events.filter((event) => event.message === 'after')).to.have.length(1);
   });
 
-  it('runs work that changed nothing again under the lock, and writes nothing', async () => {
+  it('writes nothing for work that changed nothing on the row as read', async () => {
     const seen = (await readTaskForChange(deps().db, taskId))!;
     const runs: boolean[] = [];
-    await changeTask(deps(), taskId, (change: TaskChange) => void runs.push(change.row.row_version === undefined), seen);
-    expect(runs).to.deep.equal([false, true]);
+    expect(await changeTaskIfUnchanged(deps(), seen, (change: TaskChange) => void runs.push(change.row.row_version === undefined))).to.equal(null);
+    expect(runs).to.deep.equal([false]);
     const stored = (await readTaskForChange(deps().db, taskId))!;
     expect([stored.row_version, stored.updated_at.getTime(), stored.cursor]).to.deep.equal([seen.row_version, seen.updated_at.getTime(), seen.cursor]);
   });
 
-  it('runs the work again under the lock when it needs the transaction', async () => {
+  it('writes nothing when the work asks for the transaction or an org event, which only a locked change has', async () => {
     const seen = (await readTaskForChange(deps().db, taskId))!;
-    const runs: boolean[] = [];
-    await changeTask(
-      deps(),
-      taskId,
-      async (change: TaskChange) => {
-        change.event('note', 'with a read');
-        const session = await change.trx('sessions').where({ code: change.row.session_id }).first('status');
-        runs.push(session.status === 'connected');
-      },
-      seen,
-    );
-    expect(runs).to.deep.equal([true]);
+    const runs: string[] = [];
+    const withRead = async (change: TaskChange) => {
+      runs.push('with a read');
+      change.event('note', 'with a read');
+      const session = await change.trx('sessions').where({ code: change.row.session_id }).first('status');
+      runs.push(session.status);
+    };
+    expect(await changeTaskIfUnchanged(deps(), seen, withRead)).to.equal(null);
+    expect(await changeTaskIfUnchanged(deps(), seen, (change) => change.orgEvent('task.started'))).to.equal(null);
+    expect(runs).to.deep.equal(['with a read']);
+    await changeTaskLocked(deps(), taskId, withRead);
+    expect(runs).to.deep.equal(['with a read', 'with a read', 'connected']);
+    const stored = (await readTaskForChange(deps().db, taskId))!;
+    expect(stored.cursor).to.equal(seen.cursor + 1);
     const events = await eventsOf(taskId);
     expect(events.filter((event) => event.message === 'with a read')).to.have.length(1);
+  });
+
+  it('runs the work exactly once on the path it names: under the lock, or on the unchanged row', async () => {
+    let locked = 0;
+    await changeTaskLocked(deps(), taskId, (change) => {
+      locked += 1;
+      change.event('note', 'locked once');
+    });
+    expect(locked).to.equal(1);
+    // A locked change whose work changes nothing runs once too, and writes nothing.
+    const before = (await readTaskForChange(deps().db, taskId))!;
+    await changeTaskLocked(deps(), taskId, () => void (locked += 1));
+    expect(locked).to.equal(2);
+    let unlocked = 0;
+    const written = await changeTaskIfUnchanged(deps(), before, (change) => {
+      unlocked += 1;
+      change.event('note', 'unlocked once');
+    });
+    expect(unlocked).to.equal(1);
+    expect(written!.row.cursor).to.equal(before.cursor + 1);
+    const events = await eventsOf(taskId);
+    expect(events.slice(-2).map((event) => event.message)).to.deep.equal(['locked once', 'unlocked once']);
   });
 
   describe('what followers hear', () => {
@@ -122,9 +144,11 @@ describe('task changes from a row read without the lock', () => {
 
     async function waitingFollower() {
       const { cursor } = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=0&wait_ms=0`)).body as { cursor: number };
+      const { followers } = service.running.container;
+      const waitingBefore = followers.waitingFollowers;
       const answer = service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=10000`);
-      // Let the follower read and start waiting.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The follower has read and waits once the service counts it.
+      await waitFor(() => followers.waitingFollowers > waitingBefore, 5_000, 'the follower to wait');
       return { cursor, answer };
     }
 
@@ -133,7 +157,7 @@ describe('task changes from a row read without the lock', () => {
       let body: any;
       const reads = await countFollowReads(async () => {
         const seen = (await readTaskForChange(deps().db, taskId))!;
-        await changeTask(deps(), taskId, (change) => change.event('note', 'heard', { n: 1 }), seen);
+        await changeTaskIfUnchanged(deps(), seen, (change) => change.event('note', 'heard', { n: 1 }));
         body = (await answer).body;
       });
       expect(reads).to.equal(0);
@@ -147,7 +171,7 @@ describe('task changes from a row read without the lock', () => {
     it('a follower asking again after an answer from a note waits without reading', async () => {
       const { cursor, answer } = await waitingFollower();
       const seen = (await readTaskForChange(deps().db, taskId))!;
-      await changeTask(deps(), taskId, (change) => change.event('note', 'heard again'), seen);
+      await changeTaskIfUnchanged(deps(), seen, (change) => change.event('note', 'heard again'));
       expect((await answer).body.cursor).to.equal(cursor + 1);
       let again: any;
       const reads = await countFollowReads(async () => {
@@ -161,7 +185,7 @@ describe('task changes from a row read without the lock', () => {
     it('a follower coming back seconds after its answer, its channel still subscribed, waits without reading', async () => {
       const { cursor, answer } = await waitingFollower();
       const seen = (await readTaskForChange(deps().db, taskId))!;
-      await changeTask(deps(), taskId, (change) => change.event('note', 'heard before a pause'), seen);
+      await changeTaskIfUnchanged(deps(), seen, (change) => change.event('note', 'heard before a pause'));
       expect((await answer).body.cursor).to.equal(cursor + 1);
       // A follower held up (a busy client, a slow network) longer than a second.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -178,14 +202,22 @@ describe('task changes from a row read without the lock', () => {
       const { cursor, answer } = await waitingFollower();
       const write = async (message: string) => {
         const seen = (await readTaskForChange(deps().db, taskId))!;
-        await changeTask(deps(), taskId, (change) => change.event('note', message), seen);
+        await changeTaskIfUnchanged(deps(), seen, (change) => change.event('note', message));
       };
       await write('one');
       expect((await answer).body.cursor).to.equal(cursor + 1);
-      // Two more changes before the follower asks again.
-      await write('two');
-      await write('three');
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Two more changes before the follower asks again, once the web process has heard their
+      // notes (its observer hears a note before the channel's listeners do).
+      const heard: number[] = [];
+      const notifier = service.running.container.notifier;
+      const unsubscribe = await notifier.subscribe(taskChannel(taskId), (message) => void heard.push((JSON.parse(message) as { cursor: number }).cursor));
+      try {
+        await write('two');
+        await write('three');
+        await waitFor(() => heard.includes(cursor + 3), 3_000, 'the notes of both changes to be heard');
+      } finally {
+        await unsubscribe();
+      }
       let caughtUp: any;
       const reads = await countFollowReads(async () => {
         caughtUp = (await service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor + 1}&wait_ms=5000`)).body;
@@ -208,11 +240,11 @@ describe('task changes from a row read without the lock', () => {
         const from = (await readTaskForChange(deps().db, taskId))!.cursor;
         const waiting = followers.follow(orgId, taskId, from, 5_000);
         await waitFor(() => notifier.mark(taskChannel(taskId)) !== null, 2_000, 'the follower to listen');
-        await changeTask(deps(), taskId, (change) => change.event('note', 'heard'));
+        await changeTaskLocked(deps(), taskId, (change) => change.event('note', 'heard'));
         expect((await waiting).data.map((event) => event.message)).to.deep.equal(['heard']);
         await waitFor(() => notifier.mark(taskChannel(taskId)) === null, 3_000, 'the channel to be released');
         // Nobody listens now: this change's note goes unheard.
-        await changeTask(deps(), taskId, (change) => change.event('note', 'unheard'));
+        await changeTaskLocked(deps(), taskId, (change) => change.event('note', 'unheard'));
         const later = await followers.follow(orgId, taskId, from, 0);
         expect(later.data.map((event) => event.message)).to.deep.equal(['heard', 'unheard']);
         expect(later.task.cursor).to.equal(from + 2);
@@ -224,11 +256,13 @@ describe('task changes from a row read without the lock', () => {
     it('followers one note wakes at one cursor share their answer; others get their own', async () => {
       const write = async (message: string) => {
         const seen = (await readTaskForChange(deps().db, taskId))!;
-        await changeTask(deps(), taskId, (change) => change.event('note', message), seen);
+        await changeTaskIfUnchanged(deps(), seen, (change) => change.event('note', message));
       };
       const { cursor, answer } = await waitingFollower();
+      const { followers } = service.running.container;
+      const waitingBefore = followers.waitingFollowers;
       const second = service.api(key, 'GET', `/v1/tasks/${taskId}/events?after=${cursor}&wait_ms=5000`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await waitFor(() => followers.waitingFollowers > waitingBefore, 5_000, 'the second follower to wait');
       await write('first of two');
       const [one, two] = [(await answer).body, (await second).body];
       expect(one).to.deep.equal(two);
@@ -256,7 +290,7 @@ describe('task changes from a row read without the lock', () => {
       const long = 'x'.repeat(20_000);
       let body: any;
       const reads = await countFollowReads(async () => {
-        await changeTask(deps(), taskId, (change) => change.event('note', 'large', { long }));
+        await changeTaskLocked(deps(), taskId, (change) => change.event('note', 'large', { long }));
         body = (await answer).body;
       });
       expect(reads).to.be.at.least(1);
@@ -266,19 +300,10 @@ describe('task changes from a row read without the lock', () => {
     });
   });
 
-  describe('the row carried with the action a change sends to the computer', () => {
-    /** What a hint becomes on the way to another process: JSON. */
-    const carried = (row: TaskRow) => rowFromHint(JSON.parse(JSON.stringify(rowHint(row))));
+  describe('reading the row on the loop\'s paths', () => {
     const taskReads = (sql: string) => /xmin::text as row_version from "tasks"/.test(sql);
 
-    it('is, after JSON, the row a read returns, version included (locked and unlocked changes)', async () => {
-      const locked = await changeTask(deps(), taskId, (change) => change.event('note', 'locked'));
-      expect(carried(locked.row)).to.deep.equal(await readTaskForChange(deps().db, taskId));
-      const unlocked = await changeTask(deps(), taskId, (change) => change.event('note', 'unlocked'), locked.row);
-      expect(carried(unlocked.row)).to.deep.equal(await readTaskForChange(deps().db, taskId));
-    });
-
-    it('lets a running task store every result without reading its row; each step job reads it once', async () => {
+    it('each step job and each result reads the task\'s row once', async () => {
       // An agent that clicks where nothing can be seen without asking.
       await service.api(key, 'POST', '/v1/agents', { agent_id: 'clicker', guardrails: { confirm: [] } });
       const other = await connectDesktop(service, key, {}, { agent_id: 'clicker' });
@@ -295,8 +320,8 @@ describe('task changes from a row read without the lock', () => {
         }
         expect(done.task, JSON.stringify(done.task)).to.include({ status: 'completed' });
         expect(done.events.filter((event) => event.type === 'action_result')).to.have.length(4);
-        // Step jobs carry ids only, so each reads the row once; results come with the row the
-        // action was sent with (kept by the web process) and read nothing.
+        // Step jobs carry ids only and acts carry no task state, so each step job and each result
+        // reads the row once (with its version, for the unlocked write).
         const queue = deps().queues.queue(QUEUE_NAMES.taskSteps);
         // The job that ended the task is marked completed only after the commit the follower saw.
         const ofTask = async (states: Array<'completed' | 'active' | 'waiting' | 'delayed'>) => (await queue.getJobs(states)).filter((job) => job.data.task_id === done.task.task_id);
@@ -304,7 +329,7 @@ describe('task changes from a row read without the lock', () => {
         const stepJobs = await ofTask(['completed']);
         expect(stepJobs.map((job) => Object.keys(job.data).sort())).to.deep.equal(stepJobs.map(() => ['step', 'task_id']));
         expect(stepJobs.length).to.be.greaterThan(4);
-        expect(sqls.filter(taskReads)).to.have.length(stepJobs.length);
+        expect(sqls.filter(taskReads)).to.have.length(stepJobs.length + 4);
       } finally {
         await other.client.close();
       }
@@ -321,18 +346,14 @@ describe('task changes from a row read without the lock', () => {
       });
       after(() => other.client.close());
 
-      it('a result relayed with an older row that awaited it is checked against the stored row', async () => {
-        // The row as an earlier change left it, waiting for an action's result…
-        const earlier = (await readTaskForChange(deps().db, sleeperId))!;
-        const context = JSON.parse(JSON.stringify({ ...earlier, phase: 'computer', awaiting_act_id: 'act_not_sent' }));
-        // …and changed since.
-        await changeTask(deps(), sleeperId, (change) => change.event('note', 'moved on'));
+      it('a result for an act the task no longer awaits changes nothing', async () => {
+        await changeTaskLocked(deps(), sleeperId, (change) => change.event('note', 'moved on'));
         const before = (await readTaskForChange(deps().db, sleeperId))!;
         const answer = await service.running.container.loop.receiveResult(other.code, {
           task_id: sleeperId,
           act_id: 'act_not_sent',
           result: { ok: true, observation: before.observation!, screenshot: Buffer.from('png') },
-        }, context);
+        });
         expect(answer).to.deep.equal({ ok: false });
         const after = (await readTaskForChange(deps().db, sleeperId))!;
         expect([after.cursor, after.frames, after.row_version]).to.deep.equal([before.cursor, before.frames, before.row_version]);

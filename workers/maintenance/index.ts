@@ -23,7 +23,7 @@ export interface MaintenanceDeps {
   evals: EvalsDeps;
   /** Deletes `Idempotency-Key`s past their 24 hours. */
   idempotency: { deleteExpired(): Promise<number> };
-  billing: { chargeMachineMinutes(): Promise<number> };
+  billing: { metering: { chargeMachineMinutes(): Promise<number> } };
 }
 
 /** The reconcile sweep's steps, in the order they run. */
@@ -36,7 +36,7 @@ export function sweepSteps(deps: MaintenanceDeps): SweepStep[] {
     // Running tasks charged minute by minute (docs/billing.md); one that cannot pay its next minute stops.
     { name: 'meter-tasks', run: () => deps.loop.meterRunning() },
     // Eval tries on cloud runners: machine minutes.
-    { name: 'meter-machines', run: () => deps.billing.chargeMachineMinutes() },
+    { name: 'meter-machines', run: () => deps.billing.metering.chargeMachineMinutes() },
     ...webhookSweepSteps(deps),
     ...evalsSweepSteps(deps.evals),
     { name: 'expired-idempotency-keys', run: () => deps.idempotency.deleteExpired() },

@@ -3,10 +3,10 @@ import { describeAction } from '../../desktop/describe-action';
 import { judgeAction, type AddressBarBuffer, type Decision } from '../../guardrails/engine';
 import { checkNewScreen, type NewScreenCheck } from '../../guardrails/screen-check';
 import { randomString } from '../../ids';
-import { changeTask, type TaskChange } from '../task-change';
+import { changeTaskIfUnchanged, changeTaskLocked, type TaskChange } from '../task-change';
 import { isDone } from '../task-object';
 import type { TaskRow } from '../task-rows';
-import { isRowHint, readTaskForChange, rowFromHint, rowHint } from '../tasks.repository';
+import { readTaskForChange } from '../tasks.repository';
 import { describeTyping, typedTarget, withoutTypedText } from '../typed-text';
 import { finish } from './ending';
 import type { DeclaredCategory } from './guard-state';
@@ -102,10 +102,11 @@ export async function sendNextAction(deps: TaskLoopDeps, change: TaskChange): Pr
       return;
     case 'person_types': {
       change.event('guardrail', decision.reason, { verdict: 'person_types', rule: decision.rule, secret_kind: decision.secret_kind ?? null });
-      const requestId = `sec_${randomString(12)}`;
+      // The id of this prompt for the person to type the secret (the protocol's `request_id`).
+      const secretPromptId = `sec_${randomString(12)}`;
       const field = decision.field ?? 'the field';
       const text = action.type === 'type' ? action.text : '';
-      change.after(() => deps.link.show(row.session_id, { kind: 'type_secret', task_id: row.id, request_id: requestId, field, text }));
+      change.after(() => deps.link.show(row.session_id, { kind: 'type_secret', task_id: row.id, request_id: secretPromptId, field, text }));
       change.set({
         queued_actions: [],
         guard_state: { ...guard, addressBar: decision.addressBar },
@@ -139,65 +140,61 @@ export function dispatch(deps: Pick<TaskLoopDeps, 'link'>, change: TaskChange, a
   }
   const message: ActMessage = { task_id: row.id, act_id: actId, action };
   // An action the computer never answers is found by the reconcile sweep (phase 'computer'
-  // for longer than the act timeout), which costs nothing per action.
-  // The task as this change leaves it goes along (kept by the web process holding the
-  // connection, never sent to the app), so that the result is stored without reading it first.
-  change.after(() => deps.link.send(row.session_id, DesktopEvents.act, message, rowHint(change.row) ?? undefined));
+  // for longer than the act timeout), which costs nothing per action. The message carries ids
+  // and the action only: the result's change reads the task (`receiveResult`).
+  change.after(() => deps.link.send(row.session_id, DesktopEvents.act, message));
 }
 
 /**
- * The computer's answer to an action (the web process holding its connection calls this).
- * `context` is what was relayed with the action: the task as that change wrote it.
+ * The computer's answer to an action (the web process holding its connection calls this). The
+ * task is read once, without the lock, and the result stored if nobody changed the task since;
+ * otherwise (or when storing it opens an approval or ends the task, which take the lock) it is
+ * stored under the lock, checked again against the newest row.
  */
-export async function receiveResult(deps: TaskLoopDeps, sessionCode: string, message: ResultMessage, context?: unknown): Promise<{ ok: boolean }> {
+export async function receiveResult(deps: TaskLoopDeps, sessionCode: string, message: ResultMessage): Promise<{ ok: boolean }> {
   const result = message.result;
   const screenshot = Buffer.isBuffer(result.screenshot) ? result.screenshot : Buffer.from(result.screenshot as unknown as Uint8Array);
   const awaited = (row: TaskRow) => row.session_id === sessionCode && row.awaiting_act_id === message.act_id && !isDone(row.status);
-  const hinted = isRowHint(context) ? rowFromHint(context) : undefined;
-  const seen = hinted?.id === message.task_id && awaited(hinted) ? hinted : await readTaskForChange(deps.db, message.task_id);
+  const seen = await readTaskForChange(deps.db, message.task_id);
   if (!seen || !awaited(seen)) return { ok: false };
-  const { value } = await changeTask(
-    deps,
-    message.task_id,
-    async (change) => {
-      const row = change.row;
-      if (!awaited(row)) return false;
-      const seq = row.frames + 1;
-      change.frame({ task_id: row.id, seq, width: result.observation.width, height: result.observation.height, png: screenshot, created_at: change.now });
-      const guard = row.guard_state;
-      const results = [...row.turn_results, result.ok ? { ok: true } : { ok: false, error: result.error ?? 'The action failed' }];
-      const remaining = row.queued_actions.slice(1);
-      change.set({
-        frames: seq,
-        actions: row.actions + 1,
-        observation: result.observation,
-        awaiting_act_id: null,
-        guard_state: { ...guard, addressBar: guard.pendingAddressBar ?? null, pendingAddressBar: null },
-        turn_results: results,
-        queued_actions: result.ok ? remaining : [],
-      });
-      change.event('action_result', result.ok ? 'Done' : `Failed: ${result.error ?? 'the action failed'}`, {
-        act_id: message.act_id,
-        ok: result.ok,
-        error: result.error ?? null,
-        frame: seq,
-        // The screen's size in the coordinates actions use, which a replay needs to place marks on the frame (its PNG may have more pixels).
-        screen: { width: result.observation.width, height: result.observation.height },
-      });
-      if (!result.ok || remaining.length === 0) {
-        // The first look at the screen is not a move of the model's: nothing to report on it.
-        change.set({ queued_actions: [], turn_results: [], last_outcome: row.steps === 0 ? null : { kind: 'actions', results } });
-      }
-      const screen = row.agent_config.guardrails.screen_check ? checkNewScreen(row.observation, result.observation) : null;
-      if (screen && screen.outcome !== 'clean') {
-        await screenCheckFailed(deps, change, screen);
-        return true;
-      }
-      scheduleStep(deps.queues, change);
+  const store = async (change: TaskChange): Promise<boolean> => {
+    const row = change.row;
+    if (!awaited(row)) return false;
+    const seq = row.frames + 1;
+    change.frame({ task_id: row.id, seq, width: result.observation.width, height: result.observation.height, png: screenshot, created_at: change.now });
+    const guard = row.guard_state;
+    const results = [...row.turn_results, result.ok ? { ok: true } : { ok: false, error: result.error ?? 'The action failed' }];
+    const remaining = row.queued_actions.slice(1);
+    change.set({
+      frames: seq,
+      actions: row.actions + 1,
+      observation: result.observation,
+      awaiting_act_id: null,
+      guard_state: { ...guard, addressBar: guard.pendingAddressBar ?? null, pendingAddressBar: null },
+      turn_results: results,
+      queued_actions: result.ok ? remaining : [],
+    });
+    change.event('action_result', result.ok ? 'Done' : `Failed: ${result.error ?? 'the action failed'}`, {
+      act_id: message.act_id,
+      ok: result.ok,
+      error: result.error ?? null,
+      frame: seq,
+      // The screen's size in the coordinates actions use, which a replay needs to place marks on the frame (its PNG may have more pixels).
+      screen: { width: result.observation.width, height: result.observation.height },
+    });
+    if (!result.ok || remaining.length === 0) {
+      // The first look at the screen is not a move of the model's: nothing to report on it.
+      change.set({ queued_actions: [], turn_results: [], last_outcome: row.steps === 0 ? null : { kind: 'actions', results } });
+    }
+    const screen = row.agent_config.guardrails.screen_check ? checkNewScreen(row.observation, result.observation) : null;
+    if (screen && screen.outcome !== 'clean') {
+      await screenCheckFailed(deps, change, screen);
       return true;
-    },
-    seen,
-  );
+    }
+    scheduleStep(deps.queues, change);
+    return true;
+  };
+  const { value } = (await changeTaskIfUnchanged(deps, seen, store)) ?? (await changeTaskLocked(deps, message.task_id, store));
   return { ok: value };
 }
 

@@ -1,5 +1,5 @@
 import { recordAudit, type AuditEntryInput } from '../../audit/audit.repository';
-import { changeTask, type TaskChange } from '../task-change';
+import { changeTaskLocked, type TaskChange } from '../task-change';
 import type { TaskItemKind, TaskItemRow, TaskRow } from '../task-rows';
 import { answerItem, findItem, findOverdueApprovals } from '../tasks.repository';
 import { actionToRun, moveToApply } from '../typed-text';
@@ -50,7 +50,7 @@ export type RespondOutcome = { ok: true; row: TaskRow } | { ok: false; refusal: 
 export async function respond(deps: TaskLoopDeps, taskId: string, orgId: string | null, input: RespondInput, answeredBy: AnsweredBy, audit?: AuditEntryInput): Promise<RespondOutcome> {
   const itemId = input.question_id ?? input.approval_id!;
   const kind: TaskItemKind = input.question_id ? 'question' : 'approval';
-  const { value: refusal, row } = await changeTask(deps, taskId, async (change): Promise<RespondRefusal | null> => {
+  const { value: refusal, row } = await changeTaskLocked(deps, taskId, async (change): Promise<RespondRefusal | null> => {
     if (orgId !== null && change.row.org_id !== orgId) return { reason: 'no_task' };
     const item = await findItem(change.trx, taskId, itemId);
     if (!item || item.kind !== kind) return { reason: 'no_item', kind };

@@ -2,10 +2,10 @@ import { QUEUE_NAMES } from '../../queues/catalog';
 import { checkStartable } from '../../guardrails/engine';
 import type { ScopeJudgement } from '../../guardrails/scope-check';
 import { findSessionComputer } from '../../sessions/sessions.repository';
-import { changeTask, type TaskChange } from '../task-change';
+import { changeTaskLocked, type TaskChange } from '../task-change';
 import { sendNextAction } from './actions';
 import { finish } from './ending';
-import type { GuardState } from './guard-state';
+import type { GuardrailContext } from './guard-state';
 import type { TaskLoopDeps } from './loop-deps';
 import { jobNumber, scopeJobId, STEP_RETRIES } from './scheduling';
 import { enterState, waitsFor } from './transitions';
@@ -40,7 +40,7 @@ export async function begin(deps: TaskLoopDeps, change: TaskChange): Promise<voi
   enterState(change, 'running/model', {
     started_at: change.now,
     running_since: change.now,
-    guard_state: { device: session.device!, capabilities: session.capabilities!, addressBar: null, ...(scoped ? { scope: 'in_scope' } : {}) } satisfies GuardState,
+    guard_state: { device: session.device!, capabilities: session.capabilities!, addressBar: null, ...(scoped ? { scope: 'in_scope' } : {}) } satisfies GuardrailContext,
     queued_actions: [{ type: 'screenshot' }],
     turn_results: [],
   });
@@ -81,7 +81,7 @@ export function awaitsScopeCheck(row: Pick<TaskRow, 'status' | 'phase' | 'curren
  * task that moved on (stopped, or judged by an earlier run of the job) changes nothing.
  */
 export async function scopeJudged(deps: TaskLoopDeps, taskId: string, jobIdOfCheck: string, judgement: ScopeJudgement): Promise<boolean> {
-  const { value } = await changeTask(deps, taskId, async (change) => {
+  const { value } = await changeTaskLocked(deps, taskId, async (change) => {
     const row = change.row;
     if (!awaitsScopeCheck(row, jobIdOfCheck)) return false;
     const inScope = judgement.verdict === 'in_scope';

@@ -1,5 +1,5 @@
 import type { ActMessage, GuardrailCategory, ShowMessage } from '../../desktop/protocol';
-import { changeTask } from '../task-change';
+import { changeTaskLocked } from '../task-change';
 import { isDone } from '../task-object';
 import { findActiveTask, findTaskById } from '../tasks.repository';
 import { awaitedAct } from './actions';
@@ -36,9 +36,9 @@ export async function ownsTask(deps: Pick<TaskLoopDeps, 'db'>, sessionCode: stri
   return row?.session_id === sessionCode;
 }
 
-/** The person typed a secret the agent was not allowed to type; recorded for the history. */
-export async function personTypedSecret(deps: TaskLoopDeps, taskId: string, requestId: string): Promise<void> {
-  await changeTask(deps, taskId, (change) => {
-    if (!isDone(change.row.status)) change.event('secret_typed', 'The person typed the secret themselves', { request_id: requestId });
+/** The person typed a secret the agent was not allowed to type (`secretPromptId`: the `sec_…` id of the prompt, the protocol's `request_id`); recorded for the history. */
+export async function personTypedSecret(deps: TaskLoopDeps, taskId: string, secretPromptId: string): Promise<void> {
+  await changeTaskLocked(deps, taskId, (change) => {
+    if (!isDone(change.row.status)) change.event('secret_typed', 'The person typed the secret themselves', { request_id: secretPromptId });
   });
 }

@@ -1,6 +1,6 @@
 import { recordAudit, type AuditEntryInput } from '../../audit/audit.repository';
 import { findSessionPresenceForShare } from '../../sessions/sessions.repository';
-import { changeTask, type TaskChange } from '../task-change';
+import { changeTaskLocked, type TaskChange } from '../task-change';
 import { activeMs, isDone } from '../task-object';
 import type { TaskRow } from '../task-rows';
 import { closeOpenItems, findActiveTask } from '../tasks.repository';
@@ -40,7 +40,7 @@ export function endFields(row: Pick<TaskRow, 'active_ms' | 'running_since'>, sta
 export async function finish(deps: Pick<TaskLoopDeps, 'link' | 'billing'>, change: TaskChange, status: EndStatus, message: string): Promise<void> {
   const row = change.row;
   const fields = endFields(row, status, message, change.now);
-  await deps.billing.chargeTaskMinutes(change.trx, row, fields.billed_minutes!, { overdraft: true });
+  await deps.billing.metering.chargeTaskMinutes(change.trx, row, fields.billed_minutes!, { overdraft: true });
   enterState(change, status, fields);
   await closeOpenItems(change.trx, row.id);
   change.event(status, message, status === 'completed' ? { result: message } : status === 'failed' ? { error: message } : { reason: message });
@@ -59,7 +59,7 @@ export type StopOutcome = { ok: true; row: TaskRow } | { ok: false; refusal: { r
  * are. `audit`, when given, is recorded in the change's transaction, only when the task stopped.
  */
 export async function stop(deps: TaskLoopDeps, taskId: string, orgId: string | null, by: 'operator' | 'customer', reason?: string, audit?: AuditEntryInput): Promise<StopOutcome> {
-  const { value, row } = await changeTask(deps, taskId, async (change) => {
+  const { value, row } = await changeTaskLocked(deps, taskId, async (change) => {
     if (orgId !== null && change.row.org_id !== orgId) return false;
     if (isDone(change.row.status)) return true;
     await finish(deps, change, 'stopped', reason ?? (by === 'customer' ? 'Stopped by the person at the computer' : 'Stopped by the team'));
@@ -76,7 +76,7 @@ export async function stop(deps: TaskLoopDeps, taskId: string, orgId: string | n
 export async function computerGone(deps: TaskLoopDeps, sessionCode: string, why: 'offline' | 'released' | 'expired'): Promise<void> {
   const active = await findActiveTask(deps.db, sessionCode);
   if (!active) return;
-  await changeTask(deps, active.id, async (change) => {
+  await changeTaskLocked(deps, active.id, async (change) => {
     if (isDone(change.row.status)) return;
     if (why === 'offline') {
       // Read under a share lock: a hello (which takes the row FOR UPDATE) either came first, or

@@ -12,8 +12,15 @@ export interface DeclaredCategory {
   decision: 'approve' | 'deny';
 }
 
-/** What the guard keeps between actions of a task (in `tasks.guard_state`; `{}` until the task begins). */
-export interface GuardState {
+/**
+ * What the guardrails judge a task's actions with besides the action, kept between actions: the
+ * computer the task began on (its device and capabilities) and what the guardrails have learnt
+ * since (the address bar as typed, the scope verdict, declared categories, a safety approval).
+ * `{}` until the task begins. Its column keeps its older name, `tasks.guard_state`: renaming a
+ * column under running processes breaks the ones still on the old code.
+ */
+export interface GuardrailContext {
+  /** The computer the task began on (from its session's hello). */
   device?: DeviceInfo;
   capabilities?: Capabilities;
   addressBar?: AddressBarBuffer | null;

@@ -9,7 +9,7 @@ import { scopeJudged } from './begin';
 import { catchUp, ownsTask, personTypedSecret } from './catch-up';
 import { computerGone, stop } from './ending';
 import type { TaskLoopDeps } from './loop-deps';
-import { step } from './model-turn';
+import { step } from './step';
 import { reconcile } from './reconcile';
 import { enqueueFirstStep } from './scheduling';
 import { meterRunningTasks, meterTask } from './metering';
@@ -27,8 +27,8 @@ export { scopeJobId, stepJobId } from './scheduling';
  * the task row; no worker waits on the computer, the model's next turn, or a person.
  *
  * This class is only the loop's entry point; each concern has a file of this folder:
- * scheduling.ts (step jobs), begin.ts (queued → running, the scope check), model-turn.ts (the
- * step job, a model turn and its move), file-ops.ts, actions.ts (guardrails, the computer, its
+ * scheduling.ts (step jobs), step.ts (what a step job does), begin.ts (queued → running, the
+ * scope check), model-turn.ts (a model turn and its move), file-ops.ts, actions.ts (guardrails, the computer, its
  * results), tools.ts, questions.ts (opening questions and approvals), answers.ts (answering
  * them, timeouts), ending.ts (finish, stop, the computer gone), reconcile.ts (the sweep),
  * catch-up.ts (a computer's hello); transitions.ts is the table of states they move between.
@@ -41,7 +41,7 @@ export class TaskLoop {
     return enqueueFirstStep(this.deps.queues, taskId);
   }
 
-  /** Runs step job `n` of a task (the task-steps worker); see model-turn.ts. */
+  /** Runs step job `n` of a task (the task-steps worker); see step.ts. */
   step(taskId: string, n: number, lastAttempt = true): Promise<string> {
     return step(this.deps, taskId, n, lastAttempt);
   }
@@ -52,8 +52,8 @@ export class TaskLoop {
   }
 
   /** The computer's answer to an action (the web process holding its connection); see actions.ts. */
-  receiveResult(sessionCode: string, message: ResultMessage, context?: unknown): Promise<{ ok: boolean }> {
-    return receiveResult(this.deps, sessionCode, message, context);
+  receiveResult(sessionCode: string, message: ResultMessage): Promise<{ ok: boolean }> {
+    return receiveResult(this.deps, sessionCode, message);
   }
 
   /** A tool call finished (the tool-calls worker). */
@@ -93,9 +93,9 @@ export class TaskLoop {
     return catchUp(this.deps, sessionCode);
   }
 
-  /** The person typed a secret the agent was not allowed to type; recorded for the history. */
-  personTypedSecret(taskId: string, requestId: string): Promise<void> {
-    return personTypedSecret(this.deps, taskId, requestId);
+  /** The person typed a secret the agent was not allowed to type (`secretPromptId`: the `sec_…` id of the prompt); recorded for the history. */
+  personTypedSecret(taskId: string, secretPromptId: string): Promise<void> {
+    return personTypedSecret(this.deps, taskId, secretPromptId);
   }
 
   /**

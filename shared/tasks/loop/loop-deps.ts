@@ -4,7 +4,8 @@ import type { ModelRegistry } from '../../models/registry';
 import type { AgentFileService } from '../../agents/agent-files.service';
 import type { JobQueues } from '../../queues/job-queues';
 import type { TaskChangeDeps } from '../task-change';
-import type { BillingService } from '../../billing/billing.service';
+import type { MeteringService } from '../../billing/metering.service';
+import type { PaymentsService } from '../../billing/payments.service';
 
 export interface ToolCaller {
   /** Records the call in `trx` and returns its id; `enqueue` is called after the commit. */
@@ -29,5 +30,5 @@ export interface TaskLoopDeps extends TaskChangeDeps {
   /** How long one model turn may take. */
   modelTimeoutMs: number;
   /** Charges running minutes as they pass (metering.ts) and the rest when the task ends. */
-  billing: Pick<BillingService, 'chargeTaskMinutes' | 'autoTopUpIfDue' | 'runningTasks'>;
+  billing: { metering: Pick<MeteringService, 'chargeTaskMinutes' | 'runningTasks'>; payments: Pick<PaymentsService, 'autoTopUpIfDue'> };
 }

@@ -1,4 +1,4 @@
-import { changeTask } from '../task-change';
+import { changeTaskLocked } from '../task-change';
 import { activeMs } from '../task-object';
 import type { TaskLoopDeps } from './loop-deps';
 import { finish } from './ending';
@@ -13,12 +13,12 @@ import { finish } from './ending';
  */
 export async function meterTask(deps: TaskLoopDeps, taskId: string, orgId: string): Promise<boolean> {
   // Outside the task's lock: the payment provider may take a while. Does nothing unless due.
-  await deps.billing.autoTopUpIfDue(orgId);
-  const { value } = await changeTask(deps, taskId, async (change) => {
+  await deps.billing.payments.autoTopUpIfDue(orgId);
+  const { value } = await changeTaskLocked(deps, taskId, async (change) => {
     const row = change.row;
     if (row.status !== 'running') return false;
     const due = Math.ceil(activeMs(row, change.now) / 60_000);
-    const { uncovered } = await deps.billing.chargeTaskMinutes(change.trx, row, due, { overdraft: false });
+    const { uncovered } = await deps.billing.metering.chargeTaskMinutes(change.trx, row, due, { overdraft: false });
     if (uncovered === null) return false;
     await finish(deps, change, 'stopped', uncovered);
     return true;
@@ -29,7 +29,7 @@ export async function meterTask(deps: TaskLoopDeps, taskId: string, orgId: strin
 /** The sweep's step: meters every running task on people's computers; returns how many it stopped. */
 export async function meterRunningTasks(deps: TaskLoopDeps): Promise<number> {
   let stopped = 0;
-  for (const task of await deps.billing.runningTasks()) {
+  for (const task of await deps.billing.metering.runningTasks()) {
     try {
       if (await meterTask(deps, task.id, task.org_id)) stopped++;
     } catch (error) {

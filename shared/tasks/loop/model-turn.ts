@@ -1,12 +1,11 @@
 import { applyMode, type Verdict } from '../../guardrails/engine';
 import { ModelError, type ModelMove, type ModelTurnOutput, type TurnOutcome } from '../../models/model.types';
-import { changeTask, type TaskChange } from '../task-change';
+import { changeTaskIfUnchanged, changeTaskLocked, type TaskChange } from '../task-change';
 import { activeMs } from '../task-object';
 import type { TaskRow } from '../task-rows';
-import { readFrame, readTaskForChange } from '../tasks.repository';
+import { readFrame } from '../tasks.repository';
 import { maskTypedText, moveWithoutTypedText, typedTexts } from '../typed-text';
 import { declare, sendNextAction } from './actions';
-import { begin } from './begin';
 import { finish } from './ending';
 import { runFileOp } from './file-ops';
 import type { TaskLoopDeps } from './loop-deps';
@@ -24,26 +23,12 @@ export const SERVICE_RULES = [
 ].join('\n');
 
 /**
- * Runs step job `n` of a task: begins it, sends its next queued action, or takes a model turn.
- * `lastAttempt` tells whether a retryable model failure should end the task now instead of being
- * retried by the queue. The row is read with its version, without the lock: the step's write
- * applies only if the row is still as read, and otherwise runs again on the locked row.
+ * A model turn of step job `n` (step.ts): the limits checked, the model called with the task as
+ * `row` holds it (read with its version, without the lock), and its move applied on that row if
+ * nobody changed the task meanwhile, else under the lock on the newest row, if `n` is still the
+ * task's current step. `lastAttempt` tells whether a retryable model failure ends the task now.
  */
-export async function step(deps: TaskLoopDeps, taskId: string, n: number, lastAttempt = true): Promise<string> {
-  const row = await readTaskForChange(deps.db, taskId);
-  if (!row || !isCurrentStep(row, n)) return 'stale';
-  if (row.status === 'queued') {
-    await changeTask(deps, taskId, (change) => (isCurrentStep(change.row, n) ? begin(deps, change) : undefined));
-    return 'started';
-  }
-  if (row.queued_actions.length > 0) {
-    await changeTask(deps, taskId, (change) => (isCurrentStep(change.row, n) ? sendNextAction(deps, change) : undefined), row);
-    return 'action';
-  }
-  return modelTurn(deps, row, n, lastAttempt);
-}
-
-async function modelTurn(deps: TaskLoopDeps, row: TaskRow, n: number, lastAttempt: boolean): Promise<string> {
+export async function modelTurn(deps: TaskLoopDeps, row: TaskRow, n: number, lastAttempt: boolean): Promise<string> {
   const config = row.agent_config;
   const now = deps.clock.now();
   if (row.steps >= config.guardrails.max_steps) {
@@ -90,20 +75,17 @@ async function modelTurn(deps: TaskLoopDeps, row: TaskRow, n: number, lastAttemp
     return 'model_error';
   }
   const fileOutcome = output.move.kind === 'file' && !output.safety ? await runFileOp(deps, row, output.move) : null;
-  await changeTask(
-    deps,
-    row.id,
-    async (change) => {
-      if (!isCurrentStep(change.row, n)) return;
-      await applyTurn(deps, change, output, fileOutcome);
-    },
-    row,
-  );
+  const apply = async (change: TaskChange) => {
+    if (isCurrentStep(change.row, n)) await applyTurn(deps, change, output, fileOutcome);
+  };
+  // A move that only sends actions or schedules the next step is written on the row as read; one
+  // that asks, opens an approval, calls a tool or ends the task takes the lock.
+  (await changeTaskIfUnchanged(deps, row, apply)) ?? (await changeTaskLocked(deps, row.id, apply));
   return output.move.kind;
 }
 
 async function endIfCurrent(deps: TaskLoopDeps, taskId: string, n: number, status: 'failed' | 'completed', message: string): Promise<void> {
-  await changeTask(deps, taskId, async (change) => {
+  await changeTaskLocked(deps, taskId, async (change) => {
     if (isCurrentStep(change.row, n)) await finish(deps, change, status, message);
   });
 }

@@ -1,6 +1,6 @@
 import { QUEUE_NAMES } from '../../queues/catalog';
 import { DesktopEvents } from '../../desktop/protocol';
-import { changeTask } from '../task-change';
+import { changeTaskLocked } from '../task-change';
 import { activeMs, isDone } from '../task-object';
 import { findQuietActiveTasks } from '../tasks.repository';
 import { awaitedAct } from './actions';
@@ -70,7 +70,7 @@ export async function reconcile(deps: TaskLoopDeps, quietMs = 30_000): Promise<n
     }
     const expectedJob = row.current_job_id;
     const failure = reason;
-    await changeTask(deps, row.id, async (change) => {
+    await changeTaskLocked(deps, row.id, async (change) => {
       if (isDone(change.row.status) || change.row.current_job_id !== expectedJob || change.row.updated_at.getTime() !== row.updated_at.getTime()) return;
       await finish(deps, change, 'failed', failure);
       ended++;

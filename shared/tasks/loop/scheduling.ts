@@ -6,7 +6,7 @@ import { enterState, waitsFor } from './transitions';
 
 /** A model turn that failed for a passing reason (429, 5xx, network) is tried three times in all. */
 export const STEP_RETRIES = { attempts: 3, backoff: { type: 'exponential', delay: 1000 } } as const;
-/** A step job carries its task's row (up to 32 KB): fewer of them stay in Redis once done than the queues' default. */
+/** Step jobs are many (one per move of every task): fewer of them stay in Redis once done than the queues' default. */
 export const STEP_JOB = { ...STEP_RETRIES, removeOnComplete: { age: 3600, count: 1000 } } as const;
 
 /** The id of a task's `n`th step job (numbered from 1). */

@@ -1,5 +1,5 @@
 import type { HttpTool } from '../../agents/agent-config';
-import { changeTask, type TaskChange } from '../task-change';
+import { changeTaskLocked, type TaskChange } from '../task-change';
 import type { TaskLoopDeps } from './loop-deps';
 import { scheduleStep } from './scheduling';
 import { enterState, waitsFor } from './transitions';
@@ -30,7 +30,7 @@ export async function callTool(deps: Pick<TaskLoopDeps, 'tools' | 'queues'>, cha
 
 /** A tool call finished (the tool-calls worker calls this): its reply goes to the model. */
 export async function toolCallFinished(deps: TaskLoopDeps, call: { task_id: string; ok: boolean; reply_text: string | null; error: string | null; status: number | null }): Promise<void> {
-  await changeTask(deps, call.task_id, async (change) => {
+  await changeTaskLocked(deps, call.task_id, async (change) => {
     if (waitsFor(change.row) !== 'tool') return;
     const text = call.ok ? call.reply_text ?? '' : call.error ?? `The call failed${call.status ? ` with status ${call.status}` : ''}`;
     change.event('tool_result', call.ok ? 'The tool answered' : `The tool call failed: ${text}`, { ok: call.ok, status: call.status });
