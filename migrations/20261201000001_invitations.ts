@@ -24,6 +24,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw("alter table invitations add constraint invitations_role check (role in ('owner', 'admin', 'member'))");
   // At most one open invitation per address and org: inviting again replaces it.
   await knex.raw('create unique index invitations_open on invitations (org_id, lower(email)) where accepted_at is null and revoked_at is null');
+  // Foreign keys indexed by their own columns: removing an org or a person never scans this table.
+  await knex.raw('create index invitations_org on invitations (org_id)');
+  await knex.raw('create index invitations_accepted_by on invitations (accepted_by)');
 }
 
 export async function down(knex: Knex): Promise<void> {

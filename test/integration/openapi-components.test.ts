@@ -24,7 +24,9 @@ function refsIn(node: unknown, found: string[] = []): string[] {
   return found;
 }
 
-describe('GET /openapi.json: named schemas, descriptions and examples', () => {
+describe('GET /openapi.json: named schemas, descriptions and examples', function () {
+  // Validating every example against its schema is CPU work: slow on a busy 2-core host.
+  this.timeout(90_000);
   let service: TestService;
   let document: any;
   before(async () => {

@@ -73,7 +73,8 @@ export class FakeRunnerService {
 
   /** Waits for a connected runner whose hello was accepted. */
   async waitForRunner(): Promise<void> {
-    await waitFor(() => this.connected, 10_000, 'a runner to say hello');
+    // A runner is a child process: on a busy 2-core host its start alone can take over 10 s.
+    await waitFor(() => this.connected, 30_000, 'a runner to say hello');
   }
 
   /** Sends a command as the service does; does not wait for its answer. */

@@ -44,7 +44,7 @@ export interface DesktopOptions {
 const MARKER = 'DESKHAND_TEST_DESKTOP';
 
 /** Polls `condition` with growing pauses until it gives a truthy value; throws after `timeoutMs`. */
-export async function until<T>(condition: () => Promise<T> | T, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
+export async function until<T>(condition: () => Promise<T> | T, what: string, timeoutMs = 30_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let pause = 10;
   let lastError: unknown = null;
@@ -188,7 +188,7 @@ export function launchChromium(desktop: RealDesktop, url: string, bounds = { x: 
   );
 }
 
-function readLine(stream: NodeJS.ReadableStream, what: string, timeoutMs = 10_000): Promise<string> {
+function readLine(stream: NodeJS.ReadableStream, what: string, timeoutMs = 30_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
     const timer = setTimeout(() => done(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs);

@@ -41,7 +41,8 @@ describe('Linux desktop: screen and input on a real X server', function () {
   let probe: ProbeWindow;
 
   before(async function () {
-    this.timeout(30_000);
+    // Xvfb, openbox and a D-Bus daemon start in a few seconds on a quiet host, far longer on a busy one.
+    this.timeout(90_000);
     desktop = await startDesktop({ accessibility: false });
     connection = await X11Connection.open(desktop.display);
     probe = await openProbeWindow(desktop.display, PROBE, PROBE_RGB);
