@@ -1,5 +1,9 @@
 import * as x11 from 'x11';
 import type { XClient, XDisplay, XProperty } from 'x11';
+import STANDARD_ATOMS from 'x11/lib/stdatoms';
+
+/** The last of the atoms the X protocol predefines (WM_TRANSIENT_FOR). */
+const LAST_PREDEFINED_ATOM = 68;
 
 /**
  * One connection to an X server, opened by display name (`:99`), with the few requests the other
@@ -57,6 +61,11 @@ export class X11Connection {
         }
         settled = true;
         clearTimeout(timer);
+        // The library's atom cache is its module's table of predefined atoms itself, into which it
+        // writes every atom a client interns: shared by every connection of the process, to any
+        // server, where the same name may have another number. Each connection gets its own,
+        // holding the protocol's predefined atoms only (1 to 68, the same on every server).
+        display.client.atoms = predefinedAtoms();
         const connection = new X11Connection(display, name);
         // Errors of requests sent without a callback land here; keep the process alive and the
         // error at hand instead of an unhandled 'error' event.
@@ -153,4 +162,9 @@ export class X11Connection {
       });
     });
   }
+}
+
+/** The X protocol's predefined atoms (1 to 68), the same on every server. */
+function predefinedAtoms(): Record<string, number> {
+  return Object.fromEntries(Object.entries(STANDARD_ATOMS).filter(([, id]) => id >= 1 && id <= LAST_PREDEFINED_ATOM));
 }

@@ -133,3 +133,9 @@ declare module 'x11' {
 
   export const keySyms: Record<string, { code: number; description?: string }>;
 }
+
+/** The `x11` package's table of the protocol's predefined atoms (name → number). */
+declare module 'x11/lib/stdatoms' {
+  const atoms: Record<string, number>;
+  export = atoms;
+}

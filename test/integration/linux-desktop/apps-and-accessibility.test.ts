@@ -166,13 +166,23 @@ describe('Linux desktop: windows, accessibility and hit-testing with real apps',
 
   describe('AccessibilityClient', () => {
     it('reads the page elements of Chromium with protocol roles, names and screen extents', async () => {
-      const snap = await snapshot();
-      const chromium = windowOf(snap, 'chromium')!;
-      const button = elementIn(chromium, (element) => element.name === 'Buy now')!;
-      const name = elementIn(chromium, (element) => element.name === 'Your name')!;
-      const secret = elementIn(chromium, (element) => element.name === 'Password')!;
-      const link = elementIn(chromium, (element) => element.role === 'link' && element.name === 'Order details')!;
-      const bar = elementIn(chromium, (element) => element.role === 'address_bar')!;
+      // Chromium fills its tree in as the page and its own controls are laid out (and the window
+      // may just have come back on top of the last test's): read until every element is there.
+      const found = await until(async () => {
+        const snap = await snapshot();
+        const chromium = windowOf(snap, 'chromium');
+        if (!chromium) return null;
+        const elements = {
+          button: elementIn(chromium, (element) => element.name === 'Buy now'),
+          name: elementIn(chromium, (element) => element.name === 'Your name'),
+          secret: elementIn(chromium, (element) => element.name === 'Password'),
+          link: elementIn(chromium, (element) => element.role === 'link' && element.name === 'Order details'),
+          bar: elementIn(chromium, (element) => element.role === 'address_bar'),
+        };
+        return Object.values(elements).every(Boolean) ? { snap, chromium, ...elements } : null;
+      }, 'the page\'s elements and the address bar', 20_000);
+      const { snap, chromium } = found;
+      const [button, name, secret, link, bar] = [found.button!, found.name!, found.secret!, found.link!, found.bar!];
       expect([button.atspiRole, button.role]).to.deep.equal(['push button', 'button']);
       expect([name.atspiRole, name.role]).to.deep.equal(['entry', 'text_field']);
       expect([secret.atspiRole, secret.role, secret.text]).to.deep.equal(['password text', 'password_field', null]);
