@@ -43,3 +43,8 @@ export function signInFormTokenMatches(ctx: Context, field: unknown): boolean {
   const cookie = cookieValue(ctx.get('cookie'), SIGN_IN_CSRF_COOKIE);
   return cookie !== undefined && typeof field === 'string' && sameSecret(field, cookie);
 }
+
+/** True when a console form's `_csrf` field is the signed-in session's CSRF token. */
+export function sessionFormTokenMatches(field: unknown, signedIn: { csrfToken: string }): boolean {
+  return typeof field === 'string' && sameSecret(field, signedIn.csrfToken);
+}

@@ -1,7 +1,6 @@
 import { isoTimestamp } from '../db/timestamps';
 import type { Actor } from '../audit/actor';
-import type { Guardrails } from '../guardrails/guardrails.types';
-import { effectiveInviteUrlTemplate, readConfig, type AgentConfig, type AgentTools, type Effort } from './agent-config';
+import { effectiveInviteUrlTemplate, readConfig, type AgentConfig } from './agent-config';
 import type { AgentWithConfigRow, VersionOrigin, VersionRow } from './agents.repository';
 
 /*
@@ -10,20 +9,7 @@ import type { AgentWithConfigRow, VersionOrigin, VersionRow } from './agents.rep
  */
 
 /** The config fields as the API returns them: `invite_url_template` filled in. */
-interface ConfigFields {
-  name: string;
-  instructions: string;
-  model: string | null;
-  effort: Effort | null;
-  greeting: string;
-  display_name: string;
-  narration: boolean;
-  customer_answers: boolean;
-  customer_approvals: boolean;
-  guardrails: Guardrails;
-  tools: AgentTools;
-  invite_url_template: string;
-}
+type ConfigFields = Omit<AgentConfig, 'invite_url_template'> & { invite_url_template: string };
 
 /** Fields the published agent and the draft share (spec: "Agent draft"). */
 interface AgentFields extends ConfigFields {

@@ -1,11 +1,10 @@
 import type { Context } from 'koa';
 import { ApiError } from '../../../shared/errors';
-import { sameSecret } from '../../../shared/auth/same-secret';
 import type { Actor } from '../../../shared/audit/actor';
 import { clientAddress } from '../../middleware/rate-limit';
 import type { ConsoleRouting } from '../console-routing';
 import { formBody } from '../console-routing';
-import { consoleToken, setConsoleCookie, signInFormToken, signInFormTokenMatches } from '../console-cookies';
+import { consoleToken, setConsoleCookie, signInFormToken, signInFormTokenMatches, sessionFormTokenMatches } from '../console-cookies';
 import { renderPage } from '../views';
 
 /** Who invited, as the invitation's page says it. */
@@ -66,7 +65,7 @@ export function invitationPages({ router, container }: ConsoleRouting): void {
       let session;
       if (form.as === 'signed-in') {
         const signedIn = await users.signedIn(sessionToken);
-        if (!signedIn || !(typeof form._csrf === 'string' && sameSecret(form._csrf, signedIn.csrfToken))) {
+        if (!signedIn || !sessionFormTokenMatches(form._csrf, signedIn)) {
           return show(ctx, token, { error: 'The form expired; please try again.', status: 403 });
         }
         session = await users.acceptInvitation(token, { signedInToken: sessionToken! }, address);

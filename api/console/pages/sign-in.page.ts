@@ -1,10 +1,9 @@
 import type { Context } from 'koa';
 import { ApiError } from '../../../shared/errors';
-import { sameSecret } from '../../../shared/auth/same-secret';
 import { clientAddress } from '../../middleware/rate-limit';
 import type { ConsoleRouting } from '../console-routing';
 import { formBody } from '../console-routing';
-import { clearConsoleCookie, consoleToken, setConsoleCookie, signInFormToken, signInFormTokenMatches } from '../console-cookies';
+import { clearConsoleCookie, consoleToken, setConsoleCookie, signInFormToken, signInFormTokenMatches, sessionFormTokenMatches } from '../console-cookies';
 import { renderPage } from '../views';
 
 /** Where to go after signing in: a console path given by the sign-in redirect, else the console. */
@@ -85,7 +84,7 @@ export function signInPages({ router, container, page }: ConsoleRouting): void {
     const signedIn = await users.signedIn(token);
     const form = (ctx.request as unknown as { body: Record<string, unknown> }).body ?? {};
     if (!signedIn) return ctx.redirect('/console/sign-in');
-    if (!(typeof form._csrf === 'string' && sameSecret(form._csrf, signedIn.csrfToken))) {
+    if (!sessionFormTokenMatches(form._csrf, signedIn)) {
       ctx.status = 403;
       ctx.type = 'text/plain';
       ctx.body = 'Missing or wrong CSRF token';
@@ -106,7 +105,7 @@ export function signInPages({ router, container, page }: ConsoleRouting): void {
     const signedIn = await users.signedIn(token);
     const form = (ctx.request as unknown as { body: Record<string, unknown> }).body ?? {};
     // Only the page's own form signs out: another site cannot sign a person out.
-    if (signedIn && !(typeof form._csrf === 'string' && sameSecret(form._csrf, signedIn.csrfToken))) {
+    if (signedIn && !sessionFormTokenMatches(form._csrf, signedIn)) {
       ctx.status = 403;
       ctx.type = 'text/plain';
       ctx.body = 'Missing or wrong CSRF token';
