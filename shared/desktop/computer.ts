@@ -19,3 +19,24 @@ export interface DesktopComputer {
   /** What the service shows the person (banner, narration, questions, approvals); a computer without a person's window ignores it. */
   show?(message: ShowMessage): void;
 }
+
+/**
+ * WM_CLASS class (lower case, as the window list reports `app`) of the Deskhand desktop app's own
+ * windows: the person's window. The agent can never act on them: the app refuses such a step and
+ * the guardrail engine never lets one run (rule `own_window`).
+ */
+export const DESKHAND_APP = 'deskhand-desktop';
+
+/**
+ * WM_CLASS class of the launcher panel a Linux session may run (`deskhand-launcher`): buttons
+ * named Browser, Notes, Terminal… that open apps; the scripted model's `open APP` clicks them.
+ */
+export const LAUNCHER_APP = 'deskhand-launcher';
+
+/**
+ * An X window property (UTF8_STRING, JSON) on windows that draw their own controls without a
+ * toolkit's accessibility (the launcher, the person's window): an array of
+ * `{ role, label, bounds: {x, y, width, height} relative to the window, is_default? }`. The Linux
+ * computer reports these as the window's elements.
+ */
+export const DRAWN_ELEMENTS_PROPERTY = '_DESKHAND_ELEMENTS';
