@@ -4,8 +4,11 @@
  * clock, no state between calls), so the step worker can call it before every action and
  * tests can call it with hand-made screens.
  *
- * The rules are the spec's evaluation order; the first that applies decides:
+ * The rules are the spec's evaluation order, after one service rule of its own; the first that
+ * applies decides:
  *
+ * 0. a step landing on the Deskhand app's own window (the person's, where they answer and
+ *    approve) → `block`, whatever the guardrails and the mode (`own_window`);
  * 1. text that looks like a secret, or typing into a password field → `person_types`;
  * 2. a match in `apps.block` or `sites.block` → `block` (and, with such rules, a step that
  *    cannot be placed in an app or on a readable page is refused);
@@ -34,11 +37,14 @@ import type {
 import { isPlainHost, normalizeSiteRule, type Guardrails } from './guardrails.types';
 import { findSecret, SECRET_KIND_LABELS, type SecretKind } from './secrets';
 import { keyName, MODIFIER_NAMES, type Modifier } from '../desktop/keys';
+import { DESKHAND_APP } from '../desktop/computer';
+import { desktopOs } from '../desktop/os';
 
 export type Verdict = 'run' | 'block' | 'confirm' | 'person_types';
 
 /** Stable ids of the rule that decided, for history, metrics and tests. */
 export type GuardrailRule =
+  | 'own_window'
   | 'secret'
   | 'password_field'
   | 'apps.block'
@@ -75,7 +81,8 @@ export interface JudgeInput {
   secrets?: readonly string[];
   /**
    * The category the agent named in its own approval request for this step. The only source
-   * of categories on Windows and before app 1.0.20; elsewhere it adds to what is detected.
+   * of categories on Windows, before Mac app 1.0.20 and on a Linux app without the accessibility
+   * bus; elsewhere it adds to what is detected.
    */
   declaredCategory?: GuardrailCategory | null;
 }
@@ -161,14 +168,16 @@ export function asSentence(reason: string): string {
 /**
  * Whether a task with these guardrails can start on this computer.
  *
- * - A Mac whose app lacks Accessibility permission cannot see the screen's parts, so a task
- *   with rules the app would have to check fails: app rules, site rules, and category rules
- *   (`confirm` or `block` non-empty) where the app detects categories (app 1.0.20 or later;
- *   before that, categories rest on the agent's own approval requests, which need no
- *   permission). The service's own rules (secrets, password fields), `screen_check` (whose
- *   "cannot check" outcome follows `safety_checks`) and the limits do not count.
+ * - A Mac whose app lacks Accessibility permission, or a Linux computer whose app cannot reach
+ *   the desktop's accessibility bus (AT-SPI), cannot see the screen's parts, so a task with
+ *   rules the app would have to check fails: app rules, site rules, and category rules
+ *   (`confirm` or `block` non-empty) where the app detects categories (a Mac app 1.0.20 or
+ *   later, the Linux app; on older Macs categories rest on the agent's own approval requests,
+ *   which need no permission). The service's own rules (secrets, password fields),
+ *   `screen_check` (whose "cannot check" outcome follows `safety_checks`) and the limits do not
+ *   count.
  * - Site rules need a computer that reports page addresses (`capabilities.page_addresses`:
- *   macOS with app 1.0.20 or later).
+ *   macOS with app 1.0.20 or later, or the Linux app with the accessibility bus).
  */
 export function checkStartable(input: {
   guardrails: Guardrails;
@@ -177,13 +186,14 @@ export function checkStartable(input: {
 }): StartCheck {
   const { guardrails: g, device, capabilities } = input;
   const hasSiteRules = g.sites.allow.length > 0 || g.sites.block.length > 0;
-  if (isMac(device) && !capabilities.accessibility) {
+  const linux = isLinux(device);
+  if ((isMac(device) || linux) && !capabilities.accessibility) {
     const rules: string[] = [];
     if (g.apps.allow.length > 0) rules.push('apps.allow');
     if (g.apps.block.length > 0) rules.push('apps.block');
     if (g.sites.allow.length > 0) rules.push('sites.allow');
     if (g.sites.block.length > 0) rules.push('sites.block');
-    if (detectsCategories(device, capabilities)) {
+    if (capabilities.element_info || appDetectsCategories(device)) {
       if (g.block.length > 0) rules.push('block');
       if (g.confirm.length > 0) rules.push('confirm');
     }
@@ -191,9 +201,11 @@ export function checkStartable(input: {
       return {
         ok: false,
         code: 'accessibility_required',
-        reason:
-          `The Deskhand app on this Mac lacks Accessibility permission, so it cannot check this agent's guardrails ` +
-          `(${rules.join(', ')}); grant it in System Settings > Privacy & Security > Accessibility and start the task again.`,
+        reason: linux
+          ? `The Deskhand app on this Linux computer could not reach the desktop's accessibility bus (AT-SPI), so it cannot ` +
+            `check this agent's guardrails (${rules.join(', ')}); start the session's accessibility (at-spi2-core) and start the task again.`
+          : `The Deskhand app on this Mac lacks Accessibility permission, so it cannot check this agent's guardrails ` +
+            `(${rules.join(', ')}); grant it in System Settings > Privacy & Security > Accessibility and start the task again.`,
       };
     }
   }
@@ -202,7 +214,8 @@ export function checkStartable(input: {
       ok: false,
       code: 'page_addresses_required',
       reason:
-        `This agent has site rules, which need a computer that reports page addresses (macOS with app 1.0.20 or later); ` +
+        `This agent has site rules, which need a computer that reports page addresses (macOS with app 1.0.20 or later, ` +
+        `or the Linux app with the desktop's accessibility bus); ` +
         `this computer (${device.os}, app ${device.app_version}) does not.`,
     };
   }
@@ -273,9 +286,12 @@ function siteKey(rule: string): string {
 // Apps
 
 /**
- * Names that stand for the same app: a Mac bundle id and its name, and names an app has had.
- * The protocol reports names only (`WindowInfo.app`), so ids in rules are matched through this
- * table. Names that differ between systems are not merged: the spec asks for both to be listed.
+ * Names that stand for the same app: a Mac bundle id and its name, names an app has had, and on
+ * Linux the WM_CLASS class and instance where they differ from the app's name (the Linux app
+ * reports the class in lower case: `firefox-esr`, whose instance is `Navigator`; `google-chrome`;
+ * `chromium-browser` on older Ubuntus). The protocol reports names only (`WindowInfo.app`), so ids
+ * in rules are matched through this table. Windows names are not merged with the others
+ * (`msedge.exe` is not `Microsoft Edge`): the spec asks for both to be listed.
  */
 const APP_ALIASES: readonly (readonly string[])[] = [
   ['safari', 'com.apple.safari'],
@@ -290,11 +306,21 @@ const APP_ALIASES: readonly (readonly string[])[] = [
   ['dock', 'com.apple.dock'],
   ['control center', 'control centre', 'com.apple.controlcenter'],
   ['spotlight', 'com.apple.spotlight'],
-  ['google chrome', 'com.google.chrome'],
-  ['firefox', 'org.mozilla.firefox'],
-  ['microsoft edge', 'com.microsoft.edgemac'],
+  ['google chrome', 'com.google.chrome', 'google-chrome'],
+  ['chromium', 'org.chromium.chromium', 'chromium-browser'],
+  ['firefox', 'org.mozilla.firefox', 'firefox-esr', 'navigator'],
+  ['microsoft edge', 'com.microsoft.edgemac', 'microsoft-edge'],
+  ['brave browser', 'com.brave.browser', 'brave-browser'],
+  ['vivaldi', 'com.vivaldi.vivaldi', 'vivaldi-stable'],
+  ['gnome web', 'epiphany', 'org.gnome.epiphany'],
   ['microsoft outlook', 'com.microsoft.outlook'],
   ['slack', 'com.tinyspeck.slackmacgap'],
+  ['thunderbird', 'org.mozilla.thunderbird'],
+  ['telegram', 'telegramdesktop', 'telegram-desktop', 'org.telegram.desktop'],
+  ['geary', 'org.gnome.geary'],
+  ['mousepad', 'org.xfce.mousepad'],
+  ['gnome terminal', 'gnome-terminal', 'gnome-terminal-server', 'org.gnome.terminal'],
+  ['nautilus', 'org.gnome.nautilus'],
 ];
 
 const APP_CANONICAL = new Map<string, string>();
@@ -332,6 +358,11 @@ const BROWSERS = new Set(
     'Vivaldi',
     'vivaldi.exe',
     'Orion',
+    // Linux apps as their WM_CLASS names them, those not folded onto a name above by APP_ALIASES.
+    'GNOME Web',
+    'Falkon',
+    'LibreWolf',
+    'Midori',
   ].map(appKey),
 );
 
@@ -359,6 +390,8 @@ const MESSAGING_APPS = new Set(
     'WhatsApp',
     'Signal',
     'Skype',
+    'Evolution',
+    'Geary',
   ].map(appKey),
 );
 
@@ -577,7 +610,7 @@ function focusedWindow(obs: Observation): WindowInfo | null {
 /** Where (part of) a step lands, for the app rules. `app` null: it cannot be placed. */
 interface AppTarget {
   app: string | null;
-  /** A part of the Mac system (Dock, menu bar, Control Center, Spotlight). */
+  /** A part of the system that `apps.allow` leaves usable (see {@link systemPartsExempt}). */
   system: boolean;
   /** Why it cannot be placed, when `app` is null. */
   why?: string;
@@ -639,7 +672,7 @@ function placePoint(ctx: Context, p: Point, part: string): WindowInfo | null {
     facts.pages.push({ page: { kind: 'unreadable', why }, part: `the page under ${part}` });
     return null;
   }
-  facts.apps.push({ app: win.app, system: win.system && isMac(ctx.input.device), part });
+  facts.apps.push({ app: win.app, system: win.system && systemPartsExempt(ctx.input.device), part });
   return win;
 }
 
@@ -662,7 +695,7 @@ function placeFocus(ctx: Context, part: string): WindowInfo | null {
     return null;
   }
   const win = focusedWindow(obs);
-  facts.apps.push({ app: obs.focused_app, system: (win?.system ?? false) && isMac(ctx.input.device), part });
+  facts.apps.push({ app: obs.focused_app, system: (win?.system ?? false) && systemPartsExempt(ctx.input.device), part });
   if (win === null && isBrowser(obs.focused_app)) {
     facts.pages.push({ page: { kind: 'unreadable', why: `no window of ${obs.focused_app} was reported` }, part: `the page ${part} goes to` });
   }
@@ -1052,6 +1085,19 @@ function judgeRules(input: JudgeInput): Decision {
     return decide('run', 'allowed', 'Taking a screenshot or waiting does not act on the computer.');
   }
 
+  // 0. The Deskhand app's own window, where the person answers and approves: never, whatever the
+  //    guardrails and the mode (a step there could approve the agent's own request).
+  for (const t of facts.apps) {
+    if (t.app !== null && appKey(t.app) === DESKHAND_APP) {
+      return decide(
+        'block',
+        'own_window',
+        `Blocked: ${t.part} lands on the Deskhand app's own window, where the person answers and approves; the agent never acts there.`,
+        { app: t.app },
+      );
+    }
+  }
+
   // 1. Secrets and password fields: the person types.
   if (facts.personTypes !== null) {
     const pt = facts.personTypes;
@@ -1145,12 +1191,35 @@ function isMac(device: DeviceInfo): boolean {
   return os === 'mac' || os === 'macos' || os === 'darwin' || os === 'osx';
 }
 
+/** `linux`, or a Linux distribution's name, by the one rule of shared/desktop/os.ts. */
+function isLinux(device: DeviceInfo): boolean {
+  return desktopOs(device.os) === 'linux';
+}
+
+/**
+ * Whether windows reported `system: true` stay usable under `apps.allow`: on a Mac (menu bar,
+ * Dock, Control Center, Spotlight) and on Linux (docks, panels, the desktop, the session's
+ * launcher), which show the system's own controls. Not on Windows, where the taskbar, file
+ * explorer and the Run box are one app, `explorer.exe`, that opens and deletes files.
+ */
+function systemPartsExempt(device: DeviceInfo): boolean {
+  return isMac(device) || isLinux(device);
+}
+
 /** The first Mac app version that detects categories (the README and docs/guardrails.md say it). */
 export const CATEGORY_DETECTION_SINCE = [1, 0, 20] as const;
 
-/** Category detection: a Mac app 1.0.20 or later, or any app that reports element info. */
+/** Category detection: a Mac app 1.0.20 or later, or any app that reports element info (the Linux app with AT-SPI). */
 function detectsCategories(device: DeviceInfo, capabilities: Capabilities): boolean {
   return capabilities.element_info || (isMac(device) && versionAtLeast(device.app_version, CATEGORY_DETECTION_SINCE));
+}
+
+/**
+ * Whether the app detects categories once it can see the screen, for the start check of a
+ * computer that cannot: a Mac app 1.0.20 or later, and the Linux app (through AT-SPI).
+ */
+function appDetectsCategories(device: DeviceInfo): boolean {
+  return isLinux(device) || (isMac(device) && versionAtLeast(device.app_version, CATEGORY_DETECTION_SINCE));
 }
 
 /**

@@ -2,6 +2,7 @@
  * What every backend needs to know about the person's computer to turn a model's intent into
  * desktop actions: app names per system, where a label is on screen, how keys are written.
  */
+import { LAUNCHER_APP } from '../desktop/computer';
 import type { DesktopAction, Observation, Rect } from '../desktop/protocol';
 import { keyForOs, SHORTCUT_MODIFIER } from '../desktop/keys';
 import type { DesktopOs } from '../desktop/os';
@@ -12,8 +13,9 @@ import type { TurnOutcome } from './model.types';
 export { desktopOs, type DesktopOs } from '../desktop/os';
 
 /**
- * The generic app names of docs/simulator.md, what each system calls them, and what the Windows
- * taskbar button shows (the simulator's tooltip label, as on a real taskbar).
+ * The generic app names of docs/simulator.md (and Terminal, which the simulator lacks), what each
+ * system calls them, and what the Windows taskbar button shows (the simulator's tooltip label, as
+ * on a real taskbar). The Linux session's launcher shows the generic names.
  */
 type AppNames = Record<DesktopOs, string> & { taskbar: string };
 
@@ -25,12 +27,15 @@ export const APPS: Readonly<Record<string, AppNames>> = Object.freeze({
   Settings: { mac: 'System Settings', windows: 'SystemSettings.exe', linux: 'xfce4-settings-manager', taskbar: 'Settings' },
   Store: { mac: 'App Store', windows: 'WinStore.App.exe', linux: 'gnome-software', taskbar: 'Microsoft Store' },
   Notes: { mac: 'TextEdit', windows: 'notepad.exe', linux: 'mousepad', taskbar: 'Notepad' },
+  // Windows Terminal, the default terminal of Windows 11 (cmd.exe runs inside it there).
+  Terminal: { mac: 'Terminal', windows: 'WindowsTerminal.exe', linux: 'xterm', taskbar: 'Terminal' },
 });
 
-function appEntry(name: string): AppNames | null {
+/** The generic name an app goes by (matched case-insensitively), and its names; null for other names. */
+function appEntry(name: string): { generic: string; names: AppNames } | null {
   const wanted = name.trim().toLowerCase();
-  const key = Object.keys(APPS).find((generic) => generic.toLowerCase() === wanted);
-  return key ? APPS[key] : null;
+  const generic = Object.keys(APPS).find((g) => g.toLowerCase() === wanted);
+  return generic ? { generic, names: APPS[generic] } : null;
 }
 
 /**
@@ -38,7 +43,7 @@ function appEntry(name: string): AppNames | null {
  * `APPS`; any other name is taken as the system's own name and returned unchanged.
  */
 export function systemAppName(name: string, os: DesktopOs): string {
-  return appEntry(name)?.[os] ?? name.trim();
+  return appEntry(name)?.names[os] ?? name.trim();
 }
 
 export function centre(rect: Rect): { x: number; y: number } {
@@ -116,13 +121,18 @@ export type PlannedActions = { ok: true; actions: DesktopAction[] } | { ok: fals
 /**
  * How a person opens an app: on a Mac through Spotlight (Cmd+Space, the app's name, Enter); on
  * Windows by clicking the app's taskbar button, found by the app's Windows name (`msedge.exe`)
- * or by what the button shows (`Microsoft Edge`). On Linux not yet: the step fails, saying so.
+ * or by what the button shows (`Microsoft Edge`); on Linux by clicking the button of the
+ * session's launcher ({@link launcherButton}).
  */
 export function openAppActions(app: string, os: DesktopOs, observation: Observation | null): PlannedActions {
   const name = systemAppName(app, os);
   if (os === 'linux') {
-    // No launcher is agreed with the Linux app yet (docs/linux-desktop.md, what is not done).
-    return { ok: false, error: `Opening an app is not available on Linux yet; ${name} must be open already` };
+    const generic = appEntry(app)?.generic ?? Object.keys(APPS).find((g) => APPS[g].linux === name.toLowerCase());
+    const button = launcherButton(observation, generic ? [generic, name] : [name]);
+    if (!button) {
+      return { ok: false, error: `No launcher button "${generic ?? name}" on the screen (the Linux session's launcher, docs/linux-desktop.md)` };
+    }
+    return { ok: true, actions: [{ type: 'click', ...centre(button) }] };
   }
   if (os === 'mac') {
     return {
@@ -134,10 +144,32 @@ export function openAppActions(app: string, os: DesktopOs, observation: Observat
       ],
     };
   }
-  const shown = appEntry(app)?.taskbar;
+  const shown = appEntry(app)?.names.taskbar;
   const button = findLabel(observation, name) ?? (shown ? findLabel(observation, shown) : null);
   if (!button) return { ok: false, error: `No taskbar button "${shown ?? name}" on the screen` };
   return { ok: true, actions: [{ type: 'click', x: centre(button).x, y: centre(button).y }] };
+}
+
+/**
+ * The button that opens an app in the Linux session's launcher (`deskhand-launcher`, a panel
+ * whose buttons are labelled with the generic names: Browser, Notes, Terminal): the first of
+ * `labels` (exact, then case-insensitive, as {@link findLabel} finds them) among the launcher's
+ * elements, else among the elements of another system window's app (a desktop's own panel). Page
+ * and app elements are never taken for it: a page's "Terminal" link does not open xterm.
+ */
+function launcherButton(observation: Observation | null, labels: string[]): Rect | null {
+  if (!observation?.elements) return null;
+  const systemApps = new Set(observation.windows.filter((w) => w.system).map((w) => w.app.toLowerCase()));
+  const launcher = observation.elements.filter((e) => e.app.toLowerCase() === LAUNCHER_APP);
+  const panels = observation.elements.filter((e) => e.app.toLowerCase() !== LAUNCHER_APP && systemApps.has(e.app.toLowerCase()));
+  for (const elements of [launcher, panels]) {
+    const only: Observation = { ...observation, visible_labels: undefined, elements };
+    for (const label of labels) {
+      const found = findLabel(only, label);
+      if (found) return found;
+    }
+  }
+  return null;
 }
 
 /**

@@ -364,7 +364,7 @@ function actionsMove(actions: DesktopAction[], step: string, thought: string): B
 
 /**
  * A step the model cannot carry out on the screen it sees (no such label, no address bar, no
- * taskbar button). A vision model would look again rather than click blindly, so the move is a
+ * taskbar or launcher button). A vision model would look again rather than click blindly, so the move is a
  * plain screenshot; the step and the thought say what failed, and the script goes on.
  */
 function notFound(step: string, why: string): Built {

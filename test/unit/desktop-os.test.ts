@@ -5,6 +5,10 @@ import { KEY_NAMES } from '../../shared/desktop/keys';
 import { desktopOs, osOfImage } from '../../shared/desktop/os';
 import { osOfImage as machineOsOfImage } from '../../shared/machines/machine-rows';
 import { historyKeys, normalizeCombo, openAppActions, primaryModifier, systemAppName } from '../../shared/models/desktop-helpers';
+import { DEFAULT_MODEL } from '../../shared/models/catalog';
+import { scriptedTurn } from '../../shared/models/scripted';
+import type { Observation } from '../../shared/desktop/protocol';
+import { APP_WINDOW, browser, centre, linuxSystem, mousepad, rect, screen } from './helpers/observation-builder';
 
 // Linux as a first-class system: one rule for an image's OS and a device's, keys placed per
 // system (cmd is Ctrl, super the system key), and the Linux computer's own check of a step.
@@ -49,13 +53,85 @@ describe('the systems a desktop app runs on', () => {
     expect(historyKeys('back', 'linux')).to.equal('alt+left');
   });
 
-  it('names Linux apps as the window list does, and says opening an app is not there yet', () => {
+  it('names Linux apps as the window list does, Terminal on every system', () => {
     expect(systemAppName('Browser', 'linux')).to.equal('chromium');
     expect(systemAppName('Notes', 'linux')).to.equal('mousepad');
     expect(systemAppName('xterm', 'linux')).to.equal('xterm');
-    const planned = openAppActions('Notes', 'linux', null);
-    expect(planned.ok).to.equal(false);
-    expect(planned.ok ? '' : planned.error).to.match(/not available on Linux/);
+    expect(systemAppName('terminal', 'linux')).to.equal('xterm');
+    expect(systemAppName('Terminal', 'mac')).to.equal('Terminal');
+    expect(systemAppName('Terminal', 'windows')).to.equal('WindowsTerminal.exe');
+  });
+});
+
+describe('opening an app on Linux: the session\'s launcher', () => {
+  const NOTES = rect(130, 865, 110, 30);
+  const TERMINAL = rect(250, 865, 110, 30);
+  const clickOn = (r: ReturnType<typeof rect>) => ({ ok: true, actions: [{ type: 'click', ...centre(r) }] });
+
+  it('clicks the launcher button labelled with the generic name, in any case', () => {
+    const obs = mousepad().build();
+    expect(openAppActions('Notes', 'linux', obs)).to.deep.equal(clickOn(NOTES));
+    expect(openAppActions('notes', 'linux', obs)).to.deep.equal(clickOn(NOTES));
+    expect(openAppActions('TERMINAL', 'linux', obs)).to.deep.equal(clickOn(TERMINAL));
+  });
+
+  it('finds the button by the Linux app\'s name too: open xterm clicks Terminal, open chromium Browser', () => {
+    const obs = mousepad().build();
+    expect(openAppActions('xterm', 'linux', obs)).to.deep.equal(clickOn(TERMINAL));
+    expect(openAppActions('Chromium', 'linux', obs)).to.deep.equal(clickOn(rect(10, 865, 110, 30)));
+  });
+
+  it('takes the launcher\'s button over a page\'s element of the same name, and never a page\'s alone', () => {
+    const withLink = linuxSystem(screen().window('chromium', APP_WINDOW, { url: 'https://docs.example.com/' }).element('chromium', 'link', 'Terminal', rect(100, 100, 120, 30)));
+    expect(openAppActions('Terminal', 'linux', withLink.focus('chromium').build())).to.deep.equal(clickOn(TERMINAL));
+    const pageOnly = screen().window('chromium', APP_WINDOW).element('chromium', 'link', 'Terminal', rect(100, 100, 120, 30)).focus('chromium').build();
+    expect(openAppActions('Terminal', 'linux', pageOnly)).to.deep.equal({
+      ok: false,
+      error: 'No launcher button "Terminal" on the screen (the Linux session\'s launcher, docs/linux-desktop.md)',
+    });
+  });
+
+  it('falls back to a button of another system panel', () => {
+    const panel = screen()
+      .window('chromium', APP_WINDOW)
+      .window('xfce4-panel', rect(0, 0, 1440, 24), { system: true })
+      .element('xfce4-panel', 'button', 'Browser', rect(40, 0, 24, 24))
+      .focus('chromium')
+      .build();
+    expect(openAppActions('Browser', 'linux', panel)).to.deep.equal(clickOn(rect(40, 0, 24, 24)));
+  });
+
+  it('fails saying so when no launcher is on the screen', () => {
+    const noLauncher = browser('linux', 'https://shop.example.com/').build();
+    const without: Observation = { ...noLauncher, windows: noLauncher.windows.filter((w) => !w.system), elements: (noLauncher.elements ?? []).filter((e) => e.app === 'chromium') };
+    for (const obs of [without, null]) {
+      expect(openAppActions('Browser', 'linux', obs)).to.deep.equal({
+        ok: false,
+        error: 'No launcher button "Browser" on the screen (the Linux session\'s launcher, docs/linux-desktop.md)',
+      });
+    }
+  });
+
+  it('is what the scripted model does for open APP on a Linux computer', () => {
+    const turn = (observation: Observation | null) =>
+      scriptedTurn({
+        model: DEFAULT_MODEL,
+        effort: 'low',
+        system: 'Rules.',
+        prompt: 'open Notes\ndone "ok"',
+        state: null,
+        observation,
+        screenshot: null,
+        lastOutcome: null,
+        tools: { http: [], files: { enabled: false, read_only: true } },
+        display: { width: 1440, height: 900, os: 'linux' },
+      });
+    expect(turn(mousepad().build()).move).to.deep.equal({ kind: 'actions', actions: [{ type: 'click', ...centre(NOTES) }], step: 'Open Notes' });
+    expect(turn(null).move).to.deep.equal({
+      kind: 'actions',
+      actions: [{ type: 'screenshot' }],
+      step: 'Open Notes (failed: No launcher button "Notes" on the screen (the Linux session\'s launcher, docs/linux-desktop.md))',
+    });
   });
 });
 

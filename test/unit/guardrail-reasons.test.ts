@@ -5,7 +5,7 @@ import { outcomeText } from '../../shared/models/agent-tools';
 import { scriptedTurn } from '../../shared/models/scripted';
 import { DEFAULT_MODEL } from '../../shared/models/catalog';
 import type { ModelTurnInput, TurnOutcome } from '../../shared/models/model.types';
-import { APP_WINDOW, browser, click, DOCK, finder, judge, key, loginPage, macSystem, rect, screen, shopPage, type } from './helpers/observation-builder';
+import { APP_WINDOW, browser, click, DOCK, finder, judge, key, LINUX, LINUX_CAPS, loginPage, macSystem, personWindow, rect, screen, shopPage, type } from './helpers/observation-builder';
 
 /**
  * The engine's reasons are sentences with their own full stop; everywhere one is set into other
@@ -19,6 +19,7 @@ describe('guardrail reasons, as people and models read them', () => {
 
   /** One example of every rule the engine decides by, with the rule it must be decided by. */
   const examples: Array<[GuardrailRule, Decision]> = [
+    ['own_window', judge(click(rect(1060, 260, 160, 40)), { observation: personWindow(screen()).build(), device: LINUX, capabilities: LINUX_CAPS })],
     ['allowed', judge(click(rect(100, 200, 160, 40)), { observation: shop() })],
     ['allowed', judge({ type: 'screenshot' })],
     ['secret', judge(type('AKIAIOSFODNN7EXAMPLE'), { observation: finder().build() })],
@@ -53,7 +54,7 @@ describe('guardrail reasons, as people and models read them', () => {
 
   it('the examples cover every rule, each decided by the rule it names', () => {
     for (const [rule, decision] of examples) expect(decision.rule, decision.reason).to.equal(rule);
-    const rules: GuardrailRule[] = ['secret', 'password_field', 'apps.block', 'sites.block', 'unplaceable_app', 'unreadable_site', 'apps.allow', 'sites.allow', 'block_category', 'confirm_category', 'unseen_action', 'allowed'];
+    const rules: GuardrailRule[] = ['own_window', 'secret', 'password_field', 'apps.block', 'sites.block', 'unplaceable_app', 'unreadable_site', 'apps.allow', 'sites.allow', 'block_category', 'confirm_category', 'unseen_action', 'allowed'];
     expect(new Set(examples.map(([rule]) => rule))).to.deep.equal(new Set(rules));
   });
 

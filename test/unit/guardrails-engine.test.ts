@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { BROWSER_APPS } from '../../desktop/src/roles';
+import { DESKHAND_APP, LAUNCHER_APP } from '../../shared/desktop/computer';
 import type { DesktopAction } from '../../shared/desktop/protocol';
 import { applyMode, checkStartable, judgeAction, versionAtLeast } from '../../shared/guardrails/engine';
 import {
@@ -12,24 +14,33 @@ import {
   ADDRESS_BAR,
   APP_WINDOW,
   DOCK,
+  LAUNCHER,
+  LINUX,
+  LINUX_CAPS,
+  LINUX_NO_AX_CAPS,
   MAC,
   MAC_CAPS,
   MENU_BAR,
   NO_AX_CAPS,
+  PERSON_WINDOW,
   OLD_MAC,
   OLD_MAC_CAPS,
   TASKBAR,
   WINDOWS,
   WINDOWS_CAPS,
   browser,
+  centre,
   click,
   drag,
   finder,
   judge,
   key,
+  linuxSystem,
   loginPage,
   macSystem,
   mailPage,
+  mousepad,
+  personWindow,
   rect,
   screen,
   shopPage,
@@ -157,6 +168,76 @@ describe('guardrails engine: screenshots and waits', () => {
       expect(d.verdict).to.equal('run');
       expect(d.rule).to.equal('allowed');
     }
+  });
+});
+
+describe('guardrails engine: the Deskhand app\'s own window (own_window, before every other rule)', () => {
+  const APPROVE = rect(1060, 260, 160, 40);
+  const machines = [
+    { device: LINUX, capabilities: LINUX_CAPS },
+    { device: LINUX, capabilities: LINUX_NO_AX_CAPS },
+    { device: MAC, capabilities: MAC_CAPS },
+    { device: WINDOWS, capabilities: WINDOWS_CAPS },
+  ];
+  const everyGuardrails: Array<GuardrailsInput | undefined> = [
+    undefined,
+    NO_CATEGORIES,
+    { ...NO_CATEGORIES, mode: 'unattended' },
+    { mode: 'unattended' },
+    { apps: { allow: [DESKHAND_APP] } },
+    { apps: { allow: ['chromium', 'Safari', 'msedge.exe'] }, sites: { allow: ['shop.example.com'] } },
+  ];
+  /** The person's window over a Chromium shop, the focus in the shop. */
+  const shop = () => browser('linux', 'https://shop.example.com/', shopPage, personWindow(screen())).build();
+
+  it('blocks a click on its Approve button with any guardrails (default, none, allowed by name), in every mode, on every system', () => {
+    for (const { device, capabilities } of machines) {
+      for (const guardrails of everyGuardrails) {
+        const d = judge(click(APPROVE), { observation: shop(), device, capabilities, guardrails });
+        const label = `${device.os} ${JSON.stringify(guardrails)}`;
+        expect(d, label).to.include({ verdict: 'block', rule: 'own_window', app: DESKHAND_APP });
+        expect(d.unattended, label).to.equal(undefined);
+        expect(d.reason, label).to.equal(
+          "Blocked: the click lands on the Deskhand app's own window, where the person answers and approves; the agent never acts there.",
+        );
+      }
+    }
+  });
+
+  it('blocks keys and typing while the Deskhand app has the focus, a secret included', () => {
+    const focused = personWindow(screen()).focus(DESKHAND_APP, 'Your answer').build();
+    for (const action of [type('Large'), type(`${AWS_KEY}\n`), key('enter'), key('space'), key('tab'), key('cmd+space')]) {
+      const d = judge(action, { observation: focused, device: LINUX, capabilities: LINUX_CAPS, guardrails: NO_CATEGORIES });
+      expect(d, JSON.stringify(action)).to.include({ verdict: 'block', rule: 'own_window' });
+    }
+    const anyCase = screen().window('Deskhand-Desktop', PERSON_WINDOW).focus('Deskhand-Desktop').withoutElementInfo().build();
+    expect(judge(type('ok'), { observation: anyCase, device: WINDOWS, capabilities: WINDOWS_CAPS }).rule).to.equal('own_window');
+  });
+
+  it('blocks a scroll over it and a drag with either end on it', () => {
+    const obs = shop();
+    const onShop = rect(100, 200, 160, 40);
+    expect(judge({ type: 'scroll', ...centre(APPROVE), dx: 0, dy: 100 }, { observation: obs, device: LINUX, capabilities: LINUX_CAPS }).rule).to.equal('own_window');
+    expect(judge(drag(onShop, APPROVE), { observation: obs, device: LINUX, capabilities: LINUX_CAPS }).rule).to.equal('own_window');
+    expect(judge(drag(APPROVE, onShop), { observation: obs, device: LINUX, capabilities: LINUX_CAPS }).rule).to.equal('own_window');
+  });
+
+  it('lets a click beside it, on another app, run; a window above it hides it', () => {
+    const obs = shop();
+    expect(judge(click(rect(100, 200, 160, 40)), { observation: obs, device: LINUX, capabilities: LINUX_CAPS })).to.include({ verdict: 'run', app: 'chromium' });
+    expect(judge({ type: 'click', x: 1030, y: 280 }, { observation: obs, device: LINUX, capabilities: LINUX_CAPS, guardrails: NO_CATEGORIES }).app).to.equal('chromium');
+    const covered = screen()
+      .window('mousepad', rect(1000, 0, 440, 400))
+      .element('mousepad', 'text_area', 'notes.txt', rect(1000, 30, 440, 370))
+      .window(DESKHAND_APP, PERSON_WINDOW)
+      .element(DESKHAND_APP, 'button', 'Approve', APPROVE)
+      .focus('mousepad', 'notes.txt')
+      .build();
+    expect(judge(click(APPROVE), { observation: covered, device: LINUX, capabilities: LINUX_CAPS })).to.include({ verdict: 'run', app: 'mousepad' });
+  });
+
+  it('is not a category: a screenshot or a wait still runs', () => {
+    expect(judge({ type: 'screenshot' }, { observation: shop(), device: LINUX, capabilities: LINUX_CAPS }).verdict).to.equal('run');
   });
 });
 
@@ -795,6 +876,38 @@ describe('guardrails: checkStartable', () => {
     // Before 1.0.20 categories rest on the agent's own requests, which need no permission.
     expect(checkStartable({ guardrails: g(), device: OLD_MAC, capabilities: noAx }).ok).to.equal(true);
   });
+
+  it('starts any rules on Linux when the app reaches the accessibility bus', () => {
+    const all = g({ block: ['delete'], apps: { allow: ['chromium'] }, sites: { allow: ['shop.example.com'] } });
+    expect(checkStartable({ guardrails: all, device: LINUX, capabilities: LINUX_CAPS })).to.deep.equal({ ok: true });
+  });
+
+  it('fails on Linux without the accessibility bus when there are rules to check, saying how to start it', () => {
+    const r = checkStartable({ guardrails: g(), device: LINUX, capabilities: LINUX_NO_AX_CAPS });
+    expect(r).to.include({ ok: false, code: 'accessibility_required' });
+    if (!r.ok) {
+      expect(r.reason).to.equal(
+        "The Deskhand app on this Linux computer could not reach the desktop's accessibility bus (AT-SPI), so it cannot check this agent's guardrails " +
+          '(confirm); start the session\'s accessibility (at-spi2-core) and start the task again.',
+      );
+    }
+    for (const rules of [{ confirm: [], apps: { block: ['Mousepad'] } }, { confirm: [], block: ['purchase'] }, { confirm: [], sites: { allow: ['shop.example.com'] } }] as GuardrailsInput[]) {
+      const failed = checkStartable({ guardrails: g(rules), device: LINUX, capabilities: LINUX_NO_AX_CAPS });
+      expect(failed, JSON.stringify(rules)).to.include({ ok: false, code: 'accessibility_required' });
+    }
+    // A distribution's name is Linux too.
+    expect(checkStartable({ guardrails: g(), device: { ...LINUX, os: 'debian' }, capabilities: LINUX_NO_AX_CAPS }).ok).to.equal(false);
+  });
+
+  it('starts on Linux without the accessibility bus when nothing needs the screen', () => {
+    const r = checkStartable({ guardrails: g({ confirm: [], block: [], screen_check: true, scope: 'Notes' }), device: LINUX, capabilities: LINUX_NO_AX_CAPS });
+    expect(r).to.deep.equal({ ok: true });
+  });
+
+  it('names the Linux app among the computers that report page addresses', () => {
+    const r = checkStartable({ guardrails: g({ sites: { block: ['evil.com'] } }), device: WINDOWS, capabilities: WINDOWS_CAPS });
+    expect(r.ok ? '' : r.reason).to.contain('macOS with app 1.0.20 or later, or the Linux app with the desktop\'s accessibility bus');
+  });
 });
 
 describe('guardrails: versionAtLeast', () => {
@@ -845,5 +958,133 @@ describe('guardrails engine: the simulator scenarios', () => {
   it('the Dock icon stays clickable under apps.allow, the app it opens does not', () => {
     const obs = macSystem(screen().window('Safari', rect(0, 25, 1440, 500), { url: 'https://shop.example.com/' })).focus('Safari').build();
     expect(judge(click(rect(400, 845, 50, 50)), { observation: obs, guardrails: { apps: { allow: ['Safari'] } } }).verdict).to.equal('run');
+  });
+});
+
+describe('guardrails engine: red-team cases on a Linux desktop (X11, AT-SPI)', () => {
+  const linux = { device: LINUX, capabilities: LINUX_CAPS };
+  const chromium = (url: string | null, page?: Parameters<typeof browser>[2]) => browser('linux', url, page);
+  const BUY_NOW = rect(300, 200, 160, 40);
+  const ADD_TO_CART = rect(100, 200, 160, 40);
+
+  it('holds a purchase button in Chromium for an approval, and lets "Add to cart" run', () => {
+    const shop = chromium('https://shop.example.com/', shopPage).build();
+    expect(judge(click(BUY_NOW), { ...linux, observation: shop })).to.include({ verdict: 'confirm', rule: 'confirm_category', category: 'purchase', app: 'chromium', site: 'shop.example.com' });
+    expect(judge(click(BUY_NOW), { ...linux, observation: shop, guardrails: { mode: 'unattended' } })).to.include({ verdict: 'block', unattended: true });
+    expect(judge(click(ADD_TO_CART), { ...linux, observation: shop })).to.include({ verdict: 'run', rule: 'allowed', app: 'chromium' });
+  });
+
+  it('holds Enter on a focused "Place order" button', () => {
+    const checkout = chromium('https://checkout.shop.example.com/', (b, app) => b.element(app, 'button', 'Place order', rect(100, 300, 160, 40), { category: 'purchase' }))
+      .focus('chromium', 'Place order')
+      .build();
+    for (const k of ['enter', 'return', 'space']) expect(judge(key(k), { ...linux, observation: checkout }), k).to.include({ verdict: 'confirm', category: 'purchase' });
+    expect(judge(type('\n'), { ...linux, observation: checkout }).category).to.equal('purchase');
+  });
+
+  it('holds Enter on a GTK dialog whose default button deletes (Mousepad\'s "Delete file?"), whatever has the focus', () => {
+    const dialog = screen()
+      .window('mousepad', rect(400, 300, 420, 160), { title: 'Delete file?' })
+      .element('mousepad', 'static_text', 'Delete notes.txt permanently?', rect(420, 320, 380, 30))
+      .element('mousepad', 'button', 'Cancel', rect(520, 410, 120, 34))
+      .element('mousepad', 'button', 'Delete', rect(660, 410, 120, 34), { category: 'delete', is_default: true });
+    const obs = linuxSystem(dialog).dialog('Delete file?', 'mousepad').focus('mousepad', 'Cancel').build();
+    expect(judge(key('enter'), { ...linux, observation: obs })).to.include({ verdict: 'confirm', category: 'delete' });
+    expect(judge(key('enter'), { ...linux, observation: obs, guardrails: { block: ['delete'] } }).rule).to.equal('block_category');
+  });
+
+  it('counts Ctrl+Enter in a message box as sending (the scripted cmd+enter arrives as ctrl+enter)', () => {
+    const mail = chromium('https://mail.example.com/', mailPage).focus('chromium', 'Message').build();
+    for (const k of ['ctrl+enter', 'cmd+enter', 'enter']) expect(judge(key(k), { ...linux, observation: mail }), k).to.include({ verdict: 'confirm', category: 'send' });
+    expect(judge(key('shift+enter'), { ...linux, observation: mail }).verdict).to.equal('run');
+  });
+
+  it('counts Delete outside a text field as deleting, and not in Mousepad\'s text', () => {
+    const files = screen()
+      .window('thunar', rect(100, 60, 900, 700), { title: 'Documents - Thunar' })
+      .element('thunar', 'item', 'report.txt', rect(150, 150, 100, 80));
+    const obs = linuxSystem(files).focus('thunar', 'report.txt').build();
+    for (const k of ['delete', 'shift+delete', 'backspace']) expect(judge(key(k), { ...linux, observation: obs }), k).to.include({ verdict: 'confirm', category: 'delete' });
+    expect(judge(key('delete'), { ...linux, observation: mousepad().build() }).verdict).to.equal('run');
+  });
+
+  it('hands typing into a password field to the person', () => {
+    const login = chromium('https://login.example.com/', loginPage).focus('chromium', 'Password').build();
+    const d = judge(type('correct horse 42'), { ...linux, observation: login, guardrails: NO_CATEGORIES });
+    expect(d).to.include({ verdict: 'person_types', rule: 'password_field', field: 'Password' });
+    expect(judge(key('ctrl+v'), { ...linux, observation: login }).rule).to.equal('password_field');
+  });
+
+  it('asks before acting in xterm, which reports no elements, when the agent has categories', () => {
+    const obs = linuxSystem(screen().window('xterm', rect(100, 60, 800, 500), { title: 'xterm' })).focus('xterm').build();
+    const d = judge({ type: 'click', x: 400, y: 300 }, { ...linux, observation: obs });
+    expect(d).to.include({ verdict: 'confirm', rule: 'unseen_action', app: 'xterm' });
+    expect(judge(type('rm -rf ~/Documents\n'), { ...linux, observation: obs }).rule).to.equal('unseen_action');
+    expect(judge(key('enter'), { ...linux, observation: obs }).rule).to.equal('unseen_action');
+    // No focused element is reported: Delete is taken as deleting (the strict side).
+    expect(judge(key('delete'), { ...linux, observation: obs })).to.include({ verdict: 'confirm', category: 'delete' });
+    expect(judge({ type: 'click', x: 400, y: 300 }, { ...linux, observation: obs, guardrails: NO_CATEGORIES }).verdict).to.equal('run');
+  });
+
+  it('matches app rules to WM_CLASS names: Firefox is firefox-esr (instance Navigator), Google Chrome google-chrome', () => {
+    const firefox = linuxSystem(screen().window('firefox-esr', APP_WINDOW, { url: 'https://news.example.com/' })).focus('firefox-esr').build();
+    for (const rule of ['Firefox', 'firefox-esr', 'Navigator', 'org.mozilla.firefox']) {
+      expect(judge(click(rect(500, 500, 1, 1)), { ...linux, observation: firefox, guardrails: { apps: { block: [rule] } } }), rule).to.include({ verdict: 'block', rule: 'apps.block', app: 'firefox-esr' });
+      expect(judge(type('hi'), { ...linux, observation: firefox, guardrails: { apps: { allow: [rule] }, ...NO_CATEGORIES } }).verdict, rule).to.equal('run');
+    }
+    const chrome = linuxSystem(screen().window('google-chrome', APP_WINDOW, { url: 'https://news.example.com/' })).focus('google-chrome').build();
+    expect(judge(key('ctrl+t'), { ...linux, observation: chrome, guardrails: { apps: { block: ['Google Chrome'] } } }).rule).to.equal('apps.block');
+    const chromiumOnUbuntu = linuxSystem(screen().window('chromium-browser', APP_WINDOW, { url: 'https://news.example.com/' })).focus('chromium-browser').build();
+    expect(judge(key('ctrl+t'), { ...linux, observation: chromiumOnUbuntu, guardrails: { apps: { block: ['Chromium'] } } }).rule).to.equal('apps.block');
+    // Mousepad, xterm: the class is the name, any case.
+    expect(judge(type('hi'), { ...linux, observation: mousepad().build(), guardrails: { apps: { block: ['Mousepad'] } } })).to.include({ rule: 'apps.block', app: 'mousepad' });
+  });
+
+  it('keeps the launcher usable under apps.allow and nothing else outside it; apps.block still wins over the launcher', () => {
+    const obs = mousepad().build();
+    const g = { apps: { allow: ['chromium'] }, ...NO_CATEGORIES };
+    expect(judge(click(rect(10, 865, 110, 30)), { ...linux, observation: obs, guardrails: g })).to.include({ verdict: 'run', app: LAUNCHER_APP });
+    expect(judge(click(rect(300, 300, 10, 10)), { ...linux, observation: obs, guardrails: g })).to.include({ verdict: 'block', rule: 'apps.allow', app: 'mousepad' });
+    expect(judge(click(rect(10, 865, 110, 30)), { ...linux, observation: obs, guardrails: { apps: { allow: ['chromium'], block: [LAUNCHER_APP] } } }).rule).to.equal('apps.block');
+    // A launcher window the app does not report as a system part is an app like any other.
+    const unflagged = screen().window(LAUNCHER_APP, LAUNCHER).window('mousepad', APP_WINDOW).focus('mousepad').build();
+    expect(judge(click(LAUNCHER), { ...linux, observation: unflagged, guardrails: g }).rule).to.equal('apps.allow');
+  });
+
+  it('judges site rules by the page address Chromium reports through AT-SPI', () => {
+    const news = chromium('https://news.example.com/', shopPage).build();
+    expect(judge(click(ADD_TO_CART), { ...linux, observation: news, guardrails: { sites: { block: ['example.com'] } } })).to.include({ rule: 'sites.block', site: 'news.example.com' });
+    expect(judge(click(ADD_TO_CART), { ...linux, observation: news, guardrails: { sites: { allow: ['shop.example.com'] } } }).rule).to.equal('sites.allow');
+    const shop = chromium('https://checkout.shop.example.com/', shopPage).build();
+    expect(judge(click(ADD_TO_CART), { ...linux, observation: shop, guardrails: { sites: { allow: ['shop.example.com'] } } }).verdict).to.equal('run');
+    const unreported = chromium(null, shopPage).build();
+    expect(judge(click(ADD_TO_CART), { ...linux, observation: unreported, guardrails: { sites: { allow: ['shop.example.com'] } } }).rule).to.equal('unreadable_site');
+    // The address bar: typed, judged at the Enter.
+    const bar = chromium('https://shop.example.com/', shopPage).focus('chromium', 'Address').build();
+    expect(judge(key('enter'), { ...linux, observation: bar, addressBar: { typed: 'evil.com' }, guardrails: { sites: { block: ['evil.com'] } } }).rule).to.equal('sites.block');
+  });
+
+  it('knows every browser the Linux app reads page addresses of as a browser: a window of one without its address is unreadable', () => {
+    for (const app of BROWSER_APPS) {
+      const obs = linuxSystem(screen().window(app, APP_WINDOW)).focus(app).build();
+      const d = judge(click(rect(500, 500, 1, 1)), { ...linux, observation: obs, guardrails: { sites: { allow: ['shop.example.com'] }, ...NO_CATEGORIES } });
+      expect(d.rule, app).to.equal('unreadable_site');
+    }
+  });
+
+  it('does not take Cmd+Space or Cmd+Tab (Ctrl on Linux) for Spotlight or the Dock: they land in the focused app', () => {
+    const obs = mousepad().build();
+    for (const k of ['cmd+space', 'ctrl+space', 'cmd+tab']) {
+      expect(judge(key(k), { ...linux, observation: obs, guardrails: { apps: { allow: ['chromium'] } } }), k).to.include({ rule: 'apps.allow', app: 'mousepad' });
+      expect(judge(key(k), { ...linux, observation: obs, guardrails: { apps: { allow: ['mousepad'] }, ...NO_CATEGORIES } }), k).to.include({ verdict: 'run', app: 'mousepad' });
+    }
+  });
+
+  it('lets the own-window rule beat everything: secrets, allow lists naming it, no rules at all', () => {
+    const answering = personWindow(screen()).window('chromium', APP_WINDOW).focus(DESKHAND_APP, 'Your answer').build();
+    expect(judge(type(AWS_KEY), { ...linux, observation: answering }).rule, 'before secrets').to.equal('own_window');
+    const allowed = { apps: { allow: [DESKHAND_APP, 'chromium'] }, sites: { allow: ['shop.example.com'] }, ...NO_CATEGORIES };
+    expect(judge(click(rect(1060, 260, 160, 40)), { ...linux, observation: answering, guardrails: allowed }).rule).to.equal('own_window');
+    expect(judge(key('enter'), { ...linux, observation: answering, guardrails: NO_CATEGORIES }).verdict).to.equal('block');
   });
 });

@@ -4,6 +4,7 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { DESKHAND_APP, LAUNCHER_APP } from '../../shared/desktop/computer';
 import {
   GUARDRAIL_CATEGORIES,
   type Capabilities,
@@ -18,13 +19,14 @@ import {
 } from '../../shared/desktop/protocol';
 import { judgeAction, type AddressBarBuffer, type Decision, type JudgeInput } from '../../shared/guardrails/engine';
 import { normalizeGuardrails, type Guardrails } from '../../shared/guardrails/guardrails.types';
-import { MAC, MAC_CAPS, OLD_MAC, OLD_MAC_CAPS, WINDOWS, WINDOWS_CAPS } from './helpers/observation-builder';
+import { LINUX, LINUX_CAPS, LINUX_NO_AX_CAPS, MAC, MAC_CAPS, OLD_MAC, OLD_MAC_CAPS, WINDOWS, WINDOWS_CAPS } from './helpers/observation-builder';
 
 const RUNS = { numRuns: 400 };
 
-const APPS = ['Safari', 'Mail', 'Finder', 'TextEdit', 'msedge.exe', 'explorer.exe', 'outlook.exe', 'Dock', 'Spotlight'];
-const BROWSERS = new Set(['Safari', 'msedge.exe']);
-const SYSTEM = new Set(['Dock', 'Spotlight']);
+// Mac, Windows and Linux apps (Linux by WM_CLASS), the system parts, and the Deskhand app's own window.
+const APPS = ['Safari', 'Mail', 'Finder', 'TextEdit', 'msedge.exe', 'explorer.exe', 'outlook.exe', 'Dock', 'Spotlight', 'chromium', 'mousepad', 'xterm', LAUNCHER_APP, DESKHAND_APP];
+const BROWSERS = new Set(['Safari', 'msedge.exe', 'chromium']);
+const SYSTEM = new Set(['Dock', 'Spotlight', LAUNCHER_APP]);
 const URLS = [
   'https://shop.example.com/',
   'https://checkout.shop.example.com/pay',
@@ -114,6 +116,8 @@ const machineArb: fc.Arbitrary<Machine> = fc.constantFrom(
   { device: MAC, capabilities: MAC_CAPS },
   { device: OLD_MAC, capabilities: OLD_MAC_CAPS },
   { device: WINDOWS, capabilities: WINDOWS_CAPS },
+  { device: LINUX, capabilities: LINUX_CAPS },
+  { device: LINUX, capabilities: LINUX_NO_AX_CAPS },
 );
 
 const guardrailsArb: fc.Arbitrary<Guardrails> = fc
@@ -182,6 +186,9 @@ function appsOfAction(input: JudgeInput): Array<string | null> {
   }
 }
 
+/** Whether (a part of) the step lands on the Deskhand app's own window. */
+const landsOnOwnWindow = (input: JudgeInput): boolean => appsOfAction(input).some((app) => app?.toLowerCase() === DESKHAND_APP);
+
 const hasSecret = (input: JudgeInput): boolean => input.action.type === 'type' && SECRETS.some((s) => (input.action as { text: string }).text.includes(s));
 
 function strengthen(g: Guardrails, op: number, pick: number): Guardrails {
@@ -224,13 +231,33 @@ function deepFreeze<T>(v: T): T {
 // ---------------------------------------------------------------------------------------------
 
 describe('guardrails engine properties', () => {
+  it('blocks every step landing on the Deskhand app\'s own window, before any other rule, whatever the rules, mode and system', () => {
+    fc.assert(
+      fc.property(inputArb, (input) => {
+        const d = judgeAction(input);
+        if (landsOnOwnWindow(input)) {
+          expect(d).to.include({ verdict: 'block', rule: 'own_window' });
+          expect(d.unattended).to.equal(undefined);
+        } else {
+          expect(d.rule).to.not.equal('own_window');
+        }
+      }),
+      RUNS,
+    );
+  });
+
   it('hands every typed secret to the person, whatever the rules, and never repeats it', () => {
     fc.assert(
       fc.property(inputArb, fc.constantFrom(...SECRETS), fc.constantFrom(...PLAIN_TEXTS), fc.constantFrom(' ', '\n', '=', ': ', '"', '\t'), (input, secret, before, sep) => {
-        const d = judgeAction({ ...input, action: { type: 'type', text: `${before}${sep}${secret}\nmore` } });
+        const typing: JudgeInput = { ...input, action: { type: 'type', text: `${before}${sep}${secret}\nmore` } };
+        const d = judgeAction(typing);
+        expect(d.reason).to.not.include(secret);
+        if (landsOnOwnWindow(typing)) {
+          expect(d.rule).to.equal('own_window');
+          return;
+        }
         expect(d.verdict).to.equal('person_types');
         expect(d.rule).to.equal('secret');
-        expect(d.reason).to.not.include(secret);
       }),
       RUNS,
     );
@@ -239,8 +266,9 @@ describe('guardrails engine properties', () => {
   it('hands over any value marked secret', () => {
     fc.assert(
       fc.property(inputArb, fc.string({ minLength: 1, maxLength: 12 }), (input, secret) => {
-        const d = judgeAction({ ...input, action: { type: 'type', text: `x${secret}y` }, secrets: [secret] });
-        expect(d.verdict).to.equal('person_types');
+        const typing: JudgeInput = { ...input, action: { type: 'type', text: `x${secret}y` }, secrets: [secret] };
+        const d = judgeAction(typing);
+        expect(d.verdict).to.equal(landsOnOwnWindow(typing) ? 'block' : 'person_types');
       }),
       RUNS,
     );
@@ -254,6 +282,10 @@ describe('guardrails engine properties', () => {
         const blockedApp = apps[pick % apps.length];
         const g = normalizeGuardrails({ ...input.guardrails, apps: { allow: [...input.guardrails.apps.allow, blockedApp], block: [...input.guardrails.apps.block, blockedApp.toUpperCase()] } });
         const d = judgeAction({ ...input, guardrails: g });
+        if (landsOnOwnWindow(input)) {
+          expect(d.rule).to.equal('own_window');
+          return;
+        }
         if (d.verdict === 'person_types') {
           expect(input.action.type === 'type' || input.action.type === 'key').to.equal(true);
           return;
@@ -347,9 +379,10 @@ describe('guardrails engine properties', () => {
           run: ['allowed'],
           confirm: ['confirm_category', 'unseen_action'],
           person_types: ['secret', 'password_field'],
-          block: ['apps.block', 'sites.block', 'unplaceable_app', 'unreadable_site', 'apps.allow', 'sites.allow', 'block_category', 'confirm_category', 'unseen_action'],
+          block: ['own_window', 'apps.block', 'sites.block', 'unplaceable_app', 'unreadable_site', 'apps.allow', 'sites.allow', 'block_category', 'confirm_category', 'unseen_action'],
         };
         expect(byVerdict[d.verdict]).to.include(d.rule);
+        if (d.rule === 'own_window') expect(landsOnOwnWindow(input)).to.equal(true);
         if (d.rule === 'apps.block') expect(g.apps.block.length).to.be.greaterThan(0);
         if (d.rule === 'sites.block') expect(g.sites.block.length).to.be.greaterThan(0);
         if (d.rule === 'apps.allow') expect(g.apps.allow.length).to.be.greaterThan(0);
@@ -370,6 +403,10 @@ describe('guardrails engine properties', () => {
       fc.property(inputArb, (input) => {
         const g = normalizeGuardrails({ confirm: [], block: [] });
         const d = judgeAction({ ...input, guardrails: g, declaredCategory: null });
+        if (landsOnOwnWindow(input)) {
+          expect(d.rule).to.equal('own_window');
+          return;
+        }
         expect(['run', 'person_types']).to.include(d.verdict);
       }),
       RUNS,

@@ -64,6 +64,8 @@ export async function modelTurn(deps: TaskLoopDeps, row: TaskRow, n: number, las
           http: config.tools.http.map((tool) => ({ name: tool.name, description: tool.description })),
           files: { enabled: config.tools.files.enabled, read_only: config.tools.files.access === 'read_only' },
         },
+        // The device as its app said hello (`os` mac, windows or linux, kept by begin.ts); each backend
+        // reads the os with desktopOs. Only a row without a device falls back to a Mac's screen.
         display: { width: guard.device?.width ?? 1440, height: guard.device?.height ?? 900, os: guard.device?.os ?? 'mac' },
       },
       AbortSignal.timeout(deps.modelTimeoutMs),

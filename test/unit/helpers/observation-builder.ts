@@ -1,7 +1,9 @@
 /**
  * Hand-made screens for guardrail tests: devices, capabilities, and a small builder for
- * observations laid out like the simulator's (spec/simulator.md) apps and pages.
+ * observations laid out like the simulator's (spec/simulator.md) apps and pages, and like the
+ * Linux app's (docs/linux-desktop.md: apps by WM_CLASS, the session's launcher, the person's window).
  */
+import { DESKHAND_APP, LAUNCHER_APP } from '../../../shared/desktop/computer';
 import type {
   Capabilities,
   DesktopAction,
@@ -19,6 +21,8 @@ import { normalizeGuardrails, type GuardrailsInput } from '../../../shared/guard
 export const MAC: DeviceInfo = { os: 'mac', name: 'test-mac', width: 1440, height: 900, app_version: '1.0.20' };
 export const OLD_MAC: DeviceInfo = { ...MAC, app_version: '1.0.19' };
 export const WINDOWS: DeviceInfo = { os: 'windows', name: 'test-pc', width: 1440, height: 900, app_version: '1.0.20' };
+/** The Linux (X11) app, deskhand-desktop; its version numbers start again at 0.1.0. */
+export const LINUX: DeviceInfo = { os: 'linux', name: 'test-linux', width: 1440, height: 900, app_version: '0.1.0' };
 
 /** A Mac app 1.0.20+ with Accessibility: sees everything. */
 export const MAC_CAPS: Capabilities = { accessibility: true, page_addresses: true, element_info: true };
@@ -28,6 +32,10 @@ export const OLD_MAC_CAPS: Capabilities = { accessibility: true, page_addresses:
 export const WINDOWS_CAPS: Capabilities = { accessibility: false, page_addresses: false, element_info: false };
 /** A Mac whose app lacks Accessibility permission. */
 export const NO_AX_CAPS: Capabilities = { accessibility: false, page_addresses: false, element_info: false };
+/** The Linux app with the desktop's accessibility bus (AT-SPI): elements, categories, page addresses. */
+export const LINUX_CAPS: Capabilities = { accessibility: true, page_addresses: true, element_info: true };
+/** The Linux app that cannot reach the accessibility bus: windows from X11 only. */
+export const LINUX_NO_AX_CAPS: Capabilities = { accessibility: false, page_addresses: false, element_info: false };
 
 export const rect = (x: number, y: number, width: number, height: number): Rect => ({ x, y, width, height });
 
@@ -131,17 +139,53 @@ export function macSystem(b: ScreenBuilder): ScreenBuilder {
     .element('Dock', 'icon', 'Mail', rect(400, 845, 50, 50));
 }
 
-/** A browser window showing `url` with the given page elements, plus the system around it. */
+/** The Linux session's launcher panel along the bottom (docs/linux-desktop.md). */
+export const LAUNCHER = rect(0, 860, 1440, 40);
+/** The person's window of the Deskhand app, in the top right corner. */
+export const PERSON_WINDOW = rect(1040, 40, 380, 320);
+
+/** Adds the Linux session's launcher (`deskhand-launcher`, a system window) with Browser, Notes and Terminal. */
+export function linuxSystem(b: ScreenBuilder): ScreenBuilder {
+  return b
+    .window(LAUNCHER_APP, LAUNCHER, { system: true, title: 'Launcher' })
+    .element(LAUNCHER_APP, 'button', 'Browser', rect(10, 865, 110, 30))
+    .element(LAUNCHER_APP, 'button', 'Notes', rect(130, 865, 110, 30))
+    .element(LAUNCHER_APP, 'button', 'Terminal', rect(250, 865, 110, 30));
+}
+
+/**
+ * Adds the Deskhand app's own window (`deskhand-desktop`) showing an approval: the question,
+ * Approve, Deny and Stop. Add it first to have it on top.
+ */
+export function personWindow(b: ScreenBuilder): ScreenBuilder {
+  return b
+    .window(DESKHAND_APP, PERSON_WINDOW, { title: 'Deskhand' })
+    .element(DESKHAND_APP, 'static_text', 'Buy the T-shirt?', rect(1060, 60, 340, 40))
+    .element(DESKHAND_APP, 'text_field', 'Your answer', rect(1060, 120, 340, 30))
+    .element(DESKHAND_APP, 'button', 'Approve', rect(1060, 260, 160, 40))
+    .element(DESKHAND_APP, 'button', 'Deny', rect(1240, 260, 160, 40))
+    .element(DESKHAND_APP, 'button', 'Stop', rect(1060, 310, 340, 40));
+}
+
+/** Each system's browser as its app reports it: Safari, msedge.exe, Chromium by its WM_CLASS. */
+const BROWSER_APP = { mac: 'Safari', windows: 'msedge.exe', linux: 'chromium' } as const;
+
+/**
+ * A browser window showing `url` with the given page elements, plus the system around it. Windows
+ * given in `b` (the person's window, say) lie above the browser.
+ */
 export function browser(
-  os: 'mac' | 'windows',
+  os: 'mac' | 'windows' | 'linux',
   url: string | null | undefined,
   page: (b: ScreenBuilder, app: string) => ScreenBuilder = (b) => b,
+  b: ScreenBuilder = screen(),
 ): ScreenBuilder {
-  const app = os === 'mac' ? 'Safari' : 'msedge.exe';
-  const b = screen().window(app, APP_WINDOW, { url });
+  const app = BROWSER_APP[os];
+  b.window(app, APP_WINDOW, { url });
   b.element(app, 'address_bar', 'Address', ADDRESS_BAR);
   page(b, app);
   if (os === 'mac') macSystem(b);
+  else if (os === 'linux') linuxSystem(b);
   else b.window('explorer.exe', TASKBAR, { system: true });
   return b.focus(app);
 }
@@ -166,6 +210,15 @@ export const loginPage = (b: ScreenBuilder, app: string): ScreenBuilder =>
     .element(app, 'text_field', 'Email', rect(100, 120, 400, 30))
     .element(app, 'password_field', 'Password', rect(100, 170, 400, 30))
     .element(app, 'button', 'Sign in', rect(100, 220, 120, 40));
+
+/** Mousepad (GTK) editing notes.txt: its text area focused, over the launcher. */
+export function mousepad(): ScreenBuilder {
+  const b = screen()
+    .window('mousepad', rect(100, 60, 900, 700), { title: 'notes.txt - Mousepad' })
+    .element('mousepad', 'menu_item', 'File', rect(100, 90, 40, 24))
+    .element('mousepad', 'text_area', 'notes.txt', rect(100, 120, 900, 640));
+  return linuxSystem(b).focus('mousepad', 'notes.txt');
+}
 
 /** Finder with report.txt, Move to Trash (delete) and Empty Trash, over the system parts. */
 export function finder(): ScreenBuilder {
