@@ -5,7 +5,7 @@ import { SESSION_EXAMPLE } from './examples';
 export const SessionCode = Type.String({ pattern: '^[A-Za-z0-9]{4}-[A-Za-z0-9]{4}$', description: 'The pairing code, e.g. K7QX-M2PD (the session id).', examples: ['K7QX-M2PD'] });
 
 export const Device = Type.Object({
-  os: Type.String({ description: 'mac or windows (others may follow).' }),
+  os: Type.String({ description: 'mac, windows or linux.' }),
   name: Type.String(),
   width: Type.Integer(),
   height: Type.Integer(),

@@ -15,6 +15,7 @@
  * not slip through.
  */
 
+import { DESKHAND_APP } from '../desktop/computer';
 import type { Observation } from '../desktop/protocol';
 
 export interface InjectionFinding {
@@ -180,7 +181,8 @@ function siteOfUrl(url: string | null | undefined): string | null {
  */
 export function screenParts(observation: Pick<Observation, 'windows'>): ScreenPart[] {
   return observation.windows
-    .filter((window) => !window.system)
+    // The system's own parts and the Deskhand app's window (the service's own words) are no new page.
+    .filter((window) => !window.system && window.app.toLowerCase() !== DESKHAND_APP)
     .map((window) => ({ app: window.app, title: window.title, site: siteOfUrl(window.url) }));
 }
 

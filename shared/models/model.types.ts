@@ -32,9 +32,9 @@ export interface ModelDisplay {
   width: number;
   height: number;
   /**
-   * The system as the desktop app reports it (`DeviceInfo.os`): `mac` or `windows`. Backends need
-   * it to name apps and keys (Cmd on a Mac, Ctrl on Windows).
-   * Anything other than `windows` is treated like a Mac.
+   * The system as the desktop app reports it (`DeviceInfo.os`): `mac`, `windows` or `linux`.
+   * Backends need it to name apps and keys (Cmd on a Mac, Ctrl on Windows and Linux); they read it
+   * with `desktopOs` (shared/desktop/os.ts), which treats an unknown system like a Mac.
    */
   os: string;
 }

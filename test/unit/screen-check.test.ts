@@ -148,6 +148,11 @@ describe('screen check: checkNewScreen (what is new on a screen)', () => {
     expect(checkNewScreen(both, news)).to.equal(null);
   });
 
+  it('does not take the Deskhand app\'s own window (the person\'s, on Linux) for a new page', () => {
+    const asked = { ...news, windows: [win('deskhand-desktop', 'Deskhand'), ...news.windows] };
+    expect(checkNewScreen(news, asked)).to.equal(null);
+  });
+
   it('cannot check a new screen whose text the computer does not report', () => {
     expect(checkNewScreen(null, screen([win('Safari', 'Start Page')], null))).to.deep.equal({
       outcome: 'cannot_check',
