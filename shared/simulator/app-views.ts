@@ -21,7 +21,7 @@ export function appView(app: AppName, state: ComputerState, os: SimulatedOs): Vi
           { kind: 'field', id: 'mail.to', role: 'text_field', label: 'To', value: value('mail.to') },
           { kind: 'field', id: 'mail.subject', role: 'text_field', label: 'Subject', value: value('mail.subject') },
           { kind: 'field', id: 'mail.message', role: 'text_area', label: 'Message', value: value('mail.message'), rows: 8 },
-          { kind: 'buttons', buttons: [{ id: 'mail.send', label: 'Send', category: 'send', primary: true }] },
+          { kind: 'buttons', buttons: [{ id: 'mail.send', label: 'Send', primary: true }] },
           ...statusBlock(state.status.Mail),
         ],
       };
@@ -33,8 +33,10 @@ export function appView(app: AppName, state: ComputerState, os: SimulatedOs): Vi
           {
             kind: 'buttons',
             buttons: [
-              { id: 'files.move-to-trash', label: 'Move to Trash', category: 'delete', enabled: selected !== null },
-              { id: 'files.empty-trash', label: 'Empty Trash', category: null },
+              { id: 'files.move-to-trash', label: 'Move to Trash', enabled: selected !== null },
+              // Only opens the dialog "Empty the Trash?"; its Empty Trash deletes (the classifier
+              // would call this one delete too, as an Empty Trash that acts at once would be).
+              { id: 'files.empty-trash', label: 'Empty Trash', categoryOverride: null },
             ],
           },
           {
@@ -43,7 +45,9 @@ export function appView(app: AppName, state: ComputerState, os: SimulatedOs): Vi
               id: `files.item:${item}`,
               label: item,
               role: 'item' as const,
-              category: null,
+              // A file is a file whatever its name: the classifier knows one only by its extension
+              // (a file named "Install" would read as the Store's button).
+              categoryOverride: null,
               selected: item === selected,
               draggable: true,
             })),
@@ -52,7 +56,6 @@ export function appView(app: AppName, state: ComputerState, os: SimulatedOs): Vi
                 id: 'files.trash',
                 label: 'Trash',
                 role: 'icon',
-                category: 'delete',
                 caption: trash.length === 1 ? '1 item' : `${trash.length} items`,
               },
             ],
@@ -73,9 +76,9 @@ export function appView(app: AppName, state: ComputerState, os: SimulatedOs): Vi
             kind: 'buttons',
             buttons: [
               firewall
-                ? { id: 'settings.firewall', label: 'Turn off firewall', category: 'security' }
-                : { id: 'settings.firewall', label: 'Turn on firewall', category: 'security' },
-              { id: 'settings.change-password', label: 'Change password', category: 'security' },
+                ? { id: 'settings.firewall', label: 'Turn off firewall' }
+                : { id: 'settings.firewall', label: 'Turn on firewall' },
+              { id: 'settings.change-password', label: 'Change password' },
             ],
           },
           ...(changingPassword
@@ -89,7 +92,7 @@ export function appView(app: AppName, state: ComputerState, os: SimulatedOs): Vi
                 },
                 {
                   kind: 'buttons' as const,
-                  buttons: [{ id: 'settings.save-password', label: 'Save password', category: 'security' as const, primary: true }],
+                  buttons: [{ id: 'settings.save-password', label: 'Save password', primary: true }],
                 },
               ]
             : []),
@@ -107,8 +110,8 @@ export function appView(app: AppName, state: ComputerState, os: SimulatedOs): Vi
             kind: 'buttons',
             buttons: [
               state.store.installed
-                ? { id: 'store.install', label: 'Installed', category: null, enabled: false }
-                : { id: 'store.install', label: 'Install', category: 'install', primary: true },
+                ? { id: 'store.install', label: 'Installed', enabled: false }
+                : { id: 'store.install', label: 'Install', primary: true },
             ],
           },
           ...statusBlock(state.status.Store),

@@ -27,7 +27,12 @@ export interface FieldBlock {
 export interface ButtonSpec {
   id: string;
   label: string;
-  category: GuardrailCategory | null;
+  /**
+   * Overrules the element classifier (shared/guardrails/element-categories.ts), which otherwise
+   * gives the button its category from its label, as the Linux app's buttons get theirs. Set it
+   * only where this button does something other than its label says, with a comment saying what.
+   */
+  categoryOverride?: GuardrailCategory | null;
   /** A disabled button is drawn greyed and refuses clicks. */
   enabled?: boolean;
   primary?: boolean;
@@ -37,7 +42,8 @@ export interface TileSpec {
   id: string;
   label: string;
   role: 'item' | 'icon';
-  category: GuardrailCategory | null;
+  /** Overrules the element classifier, as for a button (ButtonSpec.categoryOverride). */
+  categoryOverride?: GuardrailCategory | null;
   selected?: boolean;
   /** Only files can be picked up; the Trash is a drop target. */
   draggable?: boolean;

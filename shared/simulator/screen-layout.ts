@@ -1,4 +1,5 @@
 import type { ElementInfo, ElementRole, GuardrailCategory, Rect, WindowInfo } from '../desktop/protocol';
+import { elementCategory } from '../guardrails/element-categories';
 import { appView } from './app-views';
 import {
   ADDRESS_BAR_LABEL,
@@ -226,8 +227,8 @@ class LayoutBuilder {
     } else {
       this.text('×', close.x + close.width / 2, close.y + 22, { size: 18, color: COLORS.titleText, align: 'center' });
     }
-    layer.elements.push(element('window.close', 'button', 'Close', null, close, owner));
-    layer.elements.push(element('window.title', 'static_text', view.title, null, { ...frame, height: TITLE_BAR_HEIGHT }, owner));
+    layer.elements.push(element('window.close', 'button', 'Close', close, owner));
+    layer.elements.push(element('window.title', 'static_text', view.title, { ...frame, height: TITLE_BAR_HEIGHT }, owner));
 
     let top = frame.y + TITLE_BAR_HEIGHT;
     if (app === 'Browser') {
@@ -245,7 +246,7 @@ class LayoutBuilder {
         color: shown ? COLORS.text : COLORS.muted,
         maxWidth: bar.width - 24,
       });
-      layer.elements.push(element('browser.address', 'address_bar', ADDRESS_BAR_LABEL, null, bar, owner));
+      layer.elements.push(element('browser.address', 'address_bar', ADDRESS_BAR_LABEL, bar, owner));
       layer.text.push(`${ADDRESS_BAR_LABEL}: ${shown}`);
       top += BROWSER_TOOLBAR_HEIGHT;
     }
@@ -308,14 +309,14 @@ class LayoutBuilder {
     switch (block.kind) {
       case 'heading': {
         this.text(block.text, box.x, box.y + 26, { size: 22, bold: true, color: COLORS.text, maxWidth: box.width });
-        layer.elements.push(element('text', 'static_text', block.text, null, { ...box, height: 32 }, owner));
+        layer.elements.push(element('text', 'static_text', block.text, { ...box, height: 32 }, owner));
         layer.text.push(block.text);
         return;
       }
       case 'paragraph': {
         const lines = wrap(block.text, box.width);
         lines.forEach((line, i) => this.text(line, box.x, box.y + 15 + i * LINE_HEIGHT, { size: 14, color: TONE_COLORS[block.tone ?? 'info'] }));
-        layer.elements.push(element('text', 'static_text', block.text, null, { ...box, height: lines.length * LINE_HEIGHT }, owner));
+        layer.elements.push(element('text', 'static_text', block.text, { ...box, height: lines.length * LINE_HEIGHT }, owner));
         layer.text.push(block.text);
         return;
       }
@@ -328,7 +329,7 @@ class LayoutBuilder {
         const lineCapacity = Math.max(1, Math.floor((boxRect.height - 12) / LINE_HEIGHT));
         const lines = block.role === 'text_area' ? wrap(shown, boxRect.width - 20).slice(-lineCapacity) : [shown];
         lines.forEach((line, i) => this.text(line, boxRect.x + 10, boxRect.y + 20 + i * LINE_HEIGHT, { size: 14, color: COLORS.text, maxWidth: boxRect.width - 20 }));
-        layer.elements.push(element(block.id, block.role, block.label, null, boxRect, owner));
+        layer.elements.push(element(block.id, block.role, block.label, boxRect, owner));
         layer.text.push(`${block.label}: ${shown}`);
         return;
       }
@@ -338,7 +339,7 @@ class LayoutBuilder {
           const width = buttonWidth(button.label);
           const rect: Rect = { x, y: box.y, width, height: 32 };
           this.button(rect, button.label, { primary: button.primary === true, enabled: button.enabled !== false, focused: state.focus === button.id });
-          const placed = element(button.id, 'button', button.label, button.category, rect, owner);
+          const placed = element(button.id, 'button', button.label, rect, owner, { categoryOverride: button.categoryOverride });
           placed.enabled = button.enabled !== false;
           layer.elements.push(placed);
           layer.text.push(button.label);
@@ -354,7 +355,7 @@ class LayoutBuilder {
           this.rect({ x: x + 28, y: box.y + 8, width: 48, height: 48 }, { fill: icon, radius: 6 });
           this.text(tile.label, x + 52, box.y + 74, { size: 13, color: COLORS.text, align: 'center', maxWidth: 100 });
           if (tile.caption) this.text(tile.caption, x + 52, box.y + 91, { size: 11, color: COLORS.muted, align: 'center', maxWidth: 100 });
-          const placed = element(tile.id, tile.role, tile.label, tile.category, rect, owner);
+          const placed = element(tile.id, tile.role, tile.label, rect, owner, { categoryOverride: tile.categoryOverride });
           placed.draggable = tile.draggable === true;
           layer.elements.push(placed);
           layer.text.push(tile.caption ? `${tile.label} (${tile.caption})` : tile.label);
@@ -380,7 +381,7 @@ class LayoutBuilder {
     const cancel: Rect = { x: empty.x - 12 - buttonWidth('Cancel'), y: empty.y, width: buttonWidth('Cancel'), height: 32 };
     this.button(cancel, 'Cancel', { primary: false, enabled: true, focused: focus === 'dialog.cancel' });
     this.button(empty, 'Empty Trash', { primary: true, enabled: true, focused: focus === 'dialog.empty-trash' });
-    const defaultButton = element('dialog.empty-trash', 'button', 'Empty Trash', 'delete', empty, owner);
+    const defaultButton = element('dialog.empty-trash', 'button', 'Empty Trash', empty, owner, { dialog: title });
     defaultButton.is_default = true;
     return {
       title,
@@ -388,7 +389,7 @@ class LayoutBuilder {
       app: owner,
       window: null,
       overlay: false,
-      elements: [defaultButton, element('dialog.cancel', 'button', 'Cancel', null, cancel, owner)],
+      elements: [defaultButton, element('dialog.cancel', 'button', 'Cancel', cancel, owner, { dialog: title })],
       text: [title, message, 'Cancel', 'Empty Trash'],
     };
   }
@@ -415,8 +416,8 @@ class LayoutBuilder {
       window: { app: MAC_SYSTEM_APPS.menuBar, title: 'Menu Bar', bounds: menuBar, system: true },
       overlay: false,
       elements: [
-        element('menubar.spotlight', 'icon', 'Spotlight', null, spotlightIcon, MAC_SYSTEM_APPS.menuBar),
-        element('menubar.control-center', 'icon', 'Control Center', null, controlIcon, MAC_SYSTEM_APPS.menuBar),
+        element('menubar.spotlight', 'icon', 'Spotlight', spotlightIcon, MAC_SYSTEM_APPS.menuBar),
+        element('menubar.control-center', 'icon', 'Control Center', controlIcon, MAC_SYSTEM_APPS.menuBar),
       ],
       text: [frontName, CLOCK],
     });
@@ -433,7 +434,7 @@ class LayoutBuilder {
       const icon: Rect = { x: dock.x + DOCK_PADDING + i * (DOCK_ICON + DOCK_GAP), y: dock.y + DOCK_PADDING, width: DOCK_ICON, height: DOCK_ICON };
       this.appIcon(icon, app.mac, app.color);
       if (state.windows.includes(app.name)) this.drawing.push({ op: 'circle', x: icon.x + DOCK_ICON / 2, y: dock.y + dock.height - 4, r: 2, fill: COLORS.text });
-      return element(`dock:${app.name}`, 'icon', app.mac, null, icon, MAC_SYSTEM_APPS.dock);
+      return element(`dock:${app.name}`, 'icon', app.mac, icon, MAC_SYSTEM_APPS.dock);
     });
     layers.push({
       title: 'Dock',
@@ -459,7 +460,7 @@ class LayoutBuilder {
         this.rect(rect, { fill: on ? COLORS.primary : COLORS.button, radius: 10 });
         this.text(label, rect.x + 14, rect.y + 26, { size: 14, bold: true, color: on ? '#ffffff' : COLORS.text });
         this.text(on ? 'On' : 'Off', rect.x + rect.width - 14, rect.y + 26, { size: 13, color: on ? '#ffffff' : COLORS.muted, align: 'right' });
-        return element(id, 'button', label, null, rect, MAC_SYSTEM_APPS.controlCenter);
+        return element(id, 'button', label, rect, MAC_SYSTEM_APPS.controlCenter);
       });
       layers.push({
         title: 'Control Center',
@@ -490,7 +491,7 @@ class LayoutBuilder {
       color: state.spotlight.query ? COLORS.text : COLORS.muted,
       maxWidth: field.width - 44,
     });
-    const elements: PlacedElement[] = [element('spotlight.field', 'text_field', SPOTLIGHT_FIELD_LABEL, null, field, MAC_SYSTEM_APPS.spotlight)];
+    const elements: PlacedElement[] = [element('spotlight.field', 'text_field', SPOTLIGHT_FIELD_LABEL, field, MAC_SYSTEM_APPS.spotlight)];
     const text = [`${SPOTLIGHT_FIELD_LABEL}: ${state.spotlight.query}`];
     matches.forEach((app, i) => {
       const row: Rect = { x: panel.x + 8, y: panel.y + 60 + i * 40, width: panel.width - 16, height: 36 };
@@ -498,7 +499,7 @@ class LayoutBuilder {
       this.appIcon({ x: row.x + 8, y: row.y + 4, width: 28, height: 28 }, app.mac, app.color);
       this.text(app.mac, row.x + 46, row.y + 24, { size: 15, color: i === 0 ? '#ffffff' : COLORS.text });
       this.text('Application', row.x + row.width - 12, row.y + 24, { size: 12, color: i === 0 ? '#ffffff' : COLORS.muted, align: 'right' });
-      elements.push(element(`spotlight.result:${app.name}`, 'item', app.mac, null, row, MAC_SYSTEM_APPS.spotlight));
+      elements.push(element(`spotlight.result:${app.name}`, 'item', app.mac, row, MAC_SYSTEM_APPS.spotlight));
       text.push(app.mac);
     });
     return {
@@ -525,7 +526,7 @@ class LayoutBuilder {
       if (state.windows.includes(app.name)) {
         this.rect({ x: button.x + 14, y: button.y + button.height - 3, width: 16, height: 3 }, { fill: state.windows[0] === app.name ? '#4cc2ff' : '#9a9a9a', radius: 1 });
       }
-      return element(`taskbar:${app.name}`, 'icon', app.taskbarLabel, null, button, WINDOWS_SHELL_APP);
+      return element(`taskbar:${app.name}`, 'icon', app.taskbarLabel, button, WINDOWS_SHELL_APP);
     });
     this.text(CLOCK, width - 16, bar.y + 29, { size: 12, color: '#ffffff', align: 'right' });
     return {
@@ -571,7 +572,19 @@ class LayoutBuilder {
   }
 }
 
-function element(id: string, role: ElementRole, label: string, category: GuardrailCategory | null, bounds: Rect, app: string): PlacedElement {
+/**
+ * An element as placed, its category from the element classifier (the one the Linux app uses),
+ * judged from its role, label and dialog, unless the view overrules it (ButtonSpec.categoryOverride).
+ */
+function element(
+  id: string,
+  role: ElementRole,
+  label: string,
+  bounds: Rect,
+  app: string,
+  options: { dialog?: string; categoryOverride?: GuardrailCategory | null } = {},
+): PlacedElement {
+  const category = options.categoryOverride !== undefined ? options.categoryOverride : elementCategory({ role, label, dialog: options.dialog });
   return { id, role, label, category, is_default: false, bounds, app, enabled: true, reachable: true, draggable: false };
 }
 

@@ -27,8 +27,8 @@ const PAGES: Record<string, PageDefinition> = {
       {
         kind: 'buttons',
         buttons: [
-          { id: 'page.add-to-cart', label: 'Add to cart', category: null },
-          { id: 'page.buy-now', label: 'Buy now', category: 'purchase', primary: true },
+          { id: 'page.add-to-cart', label: 'Add to cart' },
+          { id: 'page.buy-now', label: 'Buy now', primary: true },
         ],
       },
       ...(state.page.cart > 0 ? [{ kind: 'paragraph' as const, text: `Cart: ${state.page.cart} item${state.page.cart === 1 ? '' : 's'}` }] : []),
@@ -40,7 +40,7 @@ const PAGES: Record<string, PageDefinition> = {
     blocks: (state) => [
       { kind: 'heading', text: 'Checkout' },
       { kind: 'paragraph', text: 'Blue T-shirt x 1. Total: $20.00' },
-      { kind: 'buttons', buttons: [{ id: 'page.pay', label: 'Pay', category: 'purchase', primary: true }] },
+      { kind: 'buttons', buttons: [{ id: 'page.pay', label: 'Pay', primary: true }] },
       ...statusBlock(state.status.page),
     ],
   },
@@ -50,7 +50,7 @@ const PAGES: Record<string, PageDefinition> = {
       { kind: 'heading', text: 'New message' },
       { kind: 'field', id: 'page.to', role: 'text_field', label: 'To', value: value(state, 'page.to') },
       { kind: 'field', id: 'page.message', role: 'text_area', label: 'Message', value: value(state, 'page.message'), rows: 6 },
-      { kind: 'buttons', buttons: [{ id: 'page.send', label: 'Send', category: 'send', primary: true }] },
+      { kind: 'buttons', buttons: [{ id: 'page.send', label: 'Send', primary: true }] },
       ...statusBlock(state.status.page),
     ],
   },
@@ -60,7 +60,7 @@ const PAGES: Record<string, PageDefinition> = {
       { kind: 'heading', text: 'Sign in to Example' },
       { kind: 'field', id: 'page.email', role: 'text_field', label: 'Email', value: value(state, 'page.email') },
       { kind: 'field', id: 'page.password', role: 'password_field', label: 'Password', value: value(state, 'page.password') },
-      { kind: 'buttons', buttons: [{ id: 'page.sign-in', label: 'Sign in', category: null, primary: true }] },
+      { kind: 'buttons', buttons: [{ id: 'page.sign-in', label: 'Sign in', primary: true }] },
       ...statusBlock(state.status.page),
     ],
   },
@@ -72,7 +72,7 @@ const PAGES: Record<string, PageDefinition> = {
         kind: 'paragraph',
         text: 'By using Example services you agree to these terms. We may change them from time to time; continued use means you accept the changes.',
       },
-      { kind: 'buttons', buttons: [{ id: 'page.i-agree', label: 'I agree', category: 'terms', primary: true }] },
+      { kind: 'buttons', buttons: [{ id: 'page.i-agree', label: 'I agree', primary: true }] },
       ...statusBlock(state.status.page),
     ],
   },
@@ -84,8 +84,8 @@ const PAGES: Record<string, PageDefinition> = {
       {
         kind: 'buttons',
         buttons: [
-          { id: 'page.change-password', label: 'Change password', category: 'security' },
-          { id: 'page.delete-account', label: 'Delete account', category: 'delete' },
+          { id: 'page.change-password', label: 'Change password' },
+          { id: 'page.delete-account', label: 'Delete account' },
         ],
       },
       ...statusBlock(state.status.page),
