@@ -17,6 +17,7 @@ import { Queue, Worker } from 'bullmq';
 import { loadConfig } from '../shared/config';
 import { createContainer, type Container } from '../shared/container';
 import { migrateLatest } from '../shared/db/knex';
+import { createRedis } from '../shared/redis';
 import { verifySignature } from '../shared/http';
 import { newId } from '../shared/ids';
 import { QUEUE_NAMES } from '../shared/queues/catalog';
@@ -90,7 +91,7 @@ async function measureNoop(container: Container): Promise<number> {
   const name = 'bench-noop';
   const queue = new Queue(name, { connection: container.redis, prefix: container.config.redisPrefix });
   await addInChunks(queue, Array.from({ length: EVENTS }, (_, i) => ({ name: 'noop', data: { event_id: `evt_${i}` } })));
-  const connection = container.redis.duplicate({ maxRetriesPerRequest: null });
+  const connection = createRedis(container.config, { blocking: true });
   const started = performance.now();
   const worker = new Worker(name, async () => undefined, {
     connection,

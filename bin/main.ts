@@ -78,7 +78,8 @@ export function buildProgram(): Command {
     .command('migrate')
     .description('create the database if needed and apply pending migrations')
     .action(async () => {
-      const applied = await serviceModules.knex().migrateLatest(loadConfig().databaseUrl);
+      // Straight to PostgreSQL when DATABASE_URL is a pooler (DATABASE_MIGRATION_URL).
+      const applied = await serviceModules.knex().migrateLatest(loadConfig().databaseMigrationUrl);
       process.stderr.write(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'database is up to date\n');
     });
 
@@ -89,7 +90,7 @@ export function buildProgram(): Command {
     .option('--no-migrate', 'do not apply migrations first (the Procfile release step does)')
     .action(async (options: { only?: ProcessType[]; migrate: boolean }) => {
       const config = loadConfig();
-      if (options.migrate) await serviceModules.knex().migrateLatest(config.databaseUrl);
+      if (options.migrate) await serviceModules.knex().migrateLatest(config.databaseMigrationUrl);
       const types = options.only?.length ? [...new Set(options.only)] : PROCESS_TYPES;
       const running = await serviceModules.start().startDeskhand(config, types);
       // Signals are handled from the moment the process serves, before anything is printed.

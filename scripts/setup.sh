@@ -7,7 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_browser=0
+want_desktop_bench=0
 [ "${1:-}" = "--test" ] && want_browser=1
+# `npm run bench -- linux-desktop` runs this with --linux-desktop-bench when a tool it needs is
+# missing: the test desktop (as --test installs it) and the peers' tools (linux_desktop_bench_tools).
+[ "${1:-}" = "--linux-desktop-bench" ] && want_browser=1 && want_desktop_bench=1
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -47,7 +51,8 @@ if [ ! -f sdk/dist/index.js ] || [ -n "$(find sdk/src sdk/package.json sdk/tscon
 fi
 
 # --- PostgreSQL -------------------------------------------------------------------------------
-db_url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/deskhand}"
+# PostgreSQL itself: DATABASE_MIGRATION_URL when DATABASE_URL is a pooler (DESKHAND_DATABASE_POOLER).
+db_url="${DATABASE_MIGRATION_URL:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/deskhand}}"
 db_host=$(url_host "$db_url"); db_port=$(url_port "$db_url" 5432)
 if is_local "$db_host" && ! port_open 127.0.0.1 "$db_port"; then
   if ! command -v pg_ctlcluster >/dev/null 2>&1; then
@@ -68,7 +73,8 @@ fi
 # --- Redis ------------------------------------------------------------------------------------
 redis_url="${REDIS_URL:-redis://127.0.0.1:6379}"
 redis_host=$(url_host "$redis_url"); redis_port=$(url_port "$redis_url" 6379)
-if is_local "$redis_host" && ! port_open 127.0.0.1 "$redis_port"; then
+# Not with a Redis Cluster (DESKHAND_REDIS_CLUSTER_NODES): REDIS_URL is not used then.
+if [ -z "${DESKHAND_REDIS_CLUSTER_NODES:-}" ] && is_local "$redis_host" && ! port_open 127.0.0.1 "$redis_port"; then
   command -v redis-server >/dev/null 2>&1 || apt_install redis-server
   log "starting Redis on port $redis_port"
   mkdir -p /var/lib/redis /var/log/redis
@@ -81,6 +87,11 @@ fi
 if [ $want_browser = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   apt_install chromium
 fi
+# Debian's PgBouncer and redis-server for the scale-out tests (test/integration/scale-out), which
+# start their own from them: a Redis Cluster, and a PgBouncer in transaction mode.
+if [ "${1:-}" = "--test" ] && ! { [ -x /usr/sbin/pgbouncer ] && command -v redis-server && command -v redis-cli; } >/dev/null 2>&1; then
+  apt_install pgbouncer redis-server
+fi
 # A real X desktop for the Linux desktop tests (test/integration/linux-desktop): Xvfb, openbox,
 # the AT-SPI accessibility bus, a D-Bus session bus, and two apps besides Chromium.
 if [ $want_browser = 1 ] && ! { command -v Xvfb && command -v openbox && command -v dbus-daemon && [ -x /usr/libexec/at-spi-bus-launcher ] && command -v dbus-launch && command -v mousepad && command -v xterm; } >/dev/null 2>&1; then
@@ -89,5 +100,17 @@ fi
 # Fonts for the simulated computer's screens.
 if [ ! -d /usr/share/fonts/truetype/dejavu ]; then
   apt_install fonts-dejavu-core
+fi
+
+# --- Bench-only tools: `npm run bench -- linux-desktop` --------------------------------------
+# The peers' way of doing an act, measured beside LinuxComputer: xdotool for input and scrot for
+# the screenshot, each spawned per action (bench/linux-desktop.ts). Nothing else uses them.
+linux_desktop_bench_tools() {
+  if ! { command -v xdotool && command -v scrot; } >/dev/null 2>&1; then
+    apt_install xdotool scrot
+  fi
+}
+if [ $want_desktop_bench = 1 ]; then
+  linux_desktop_bench_tools
 fi
 exit 0

@@ -16,7 +16,21 @@ export interface Config {
   port: number;
   baseUrl: string;
   databaseUrl: string;
+  /**
+   * What `DATABASE_URL` points at: PostgreSQL itself (`none`), a pooler in session mode
+   * (`session`: nothing changes), or a pooler in transaction mode (`transaction`): then no
+   * statement relies on its connection's session (no named prepared statements; docs/operations.md).
+   */
+  databasePooler: DatabasePooler;
+  /** Where migrations run (`DATABASE_MIGRATION_URL`, straight to PostgreSQL past a pooler); `databaseUrl` unless set. */
+  databaseMigrationUrl: string;
+  /** A single Redis (`REDIS_URL`); not used when `redisClusterNodes` is set. */
   redisUrl: string;
+  /**
+   * A Redis Cluster's seed nodes (`DESKHAND_REDIS_CLUSTER_NODES`): when set, every Redis
+   * connection is to the cluster and `REDIS_URL` is ignored. Null: the single Redis of `redisUrl`.
+   */
+  redisClusterNodes: readonly RedisNode[] | null;
   /** Prefix of every Redis key Deskhand writes (queues, rate limits, notifications). */
   redisPrefix: string;
   /**
@@ -77,6 +91,15 @@ export interface PaymentsConfig {
   webhookSecret: string | null;
   /** Where the provider's API is reached (a local stand-in in tests); null: the provider's own. */
   apiBase: { host: string; port: number; protocol: 'http' | 'https' } | null;
+}
+
+/** See `Config.databasePooler`. */
+export type DatabasePooler = 'none' | 'session' | 'transaction';
+
+/** One seed node of a Redis Cluster. */
+export interface RedisNode {
+  host: string;
+  port: number;
 }
 
 export class ConfigError extends Error {}
@@ -149,6 +172,32 @@ function payments(env: Env, deskhandEnv: DeskhandEnv): PaymentsConfig | null {
   return { secretKey, webhookSecret, apiBase };
 }
 
+/**
+ * `DESKHAND_REDIS_CLUSTER_NODES`: `host:port` pairs separated by commas (an IPv6 address in
+ * brackets, `[::1]:7000`). Any node of the cluster will do; ioredis learns the rest from it.
+ */
+function redisClusterNodes(env: Env): RedisNode[] | null {
+  const raw = env.DESKHAND_REDIS_CLUSTER_NODES?.trim();
+  if (!raw) return null;
+  const usage = `DESKHAND_REDIS_CLUSTER_NODES must be a Redis Cluster's nodes as host:port pairs separated by commas (e.g. 10.0.0.5:6379,10.0.0.6:6379), got "${raw}"`;
+  const nodes = raw.split(',').map((part) => {
+    const entry = part.trim();
+    const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(entry);
+    if (!match) throw new ConfigError(`${usage}: "${entry}" is not host:port`);
+    const port = Number(match[2]);
+    if (port < 1 || port > 65535) throw new ConfigError(`${usage}: "${entry}" has a port outside 1-65535`);
+    return Object.freeze({ host: match[1]!.replace(/^\[|\]$/g, ''), port });
+  });
+  return Object.freeze(nodes) as RedisNode[];
+}
+
+function databasePooler(env: Env): DatabasePooler {
+  const raw = env.DESKHAND_DATABASE_POOLER;
+  if (raw === undefined || raw === '' || raw === 'none') return 'none';
+  if (raw === 'session' || raw === 'transaction') return raw;
+  throw new ConfigError(`DESKHAND_DATABASE_POOLER must be transaction (DATABASE_URL is a pooler such as PgBouncer in transaction mode), session or none, got "${raw}"`);
+}
+
 function vendor(env: Env, prefix: string, defaultBaseUrl: string): VendorConfig | null {
   const apiKey = env[`${prefix}_API_KEY`];
   if (!apiKey) return null;
@@ -170,12 +219,17 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(redisPrefix)) {
     throw new ConfigError('DESKHAND_REDIS_PREFIX must be 1-64 letters, digits, dashes or underscores');
   }
+  const databaseUrl = url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/deskhand', ['postgres:', 'postgresql:']);
   const config: Config = {
     env: deskhandEnv,
     port,
     baseUrl: url(env, 'BASE_URL', `http://localhost:${port}`, ['http:', 'https:']),
-    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/deskhand', ['postgres:', 'postgresql:']),
+    databaseUrl,
+    databasePooler: databasePooler(env),
+    databaseMigrationUrl: env.DATABASE_MIGRATION_URL ? url(env, 'DATABASE_MIGRATION_URL', '', ['postgres:', 'postgresql:']) : databaseUrl,
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    // Both set: the cluster wins (README, Configuration): platforms often set REDIS_URL on their own.
+    redisClusterNodes: redisClusterNodes(env),
     redisPrefix,
     redisCommandTimeoutMs: integer(env, 'DESKHAND_REDIS_COMMAND_TIMEOUT_MS', 2000, 100, 60_000),
     scriptedModels: flag(env, 'DESKHAND_SCRIPTED_MODELS'),

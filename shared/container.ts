@@ -120,12 +120,13 @@ export function createContainer(
 ): Container {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel, { service: 'deskhand' });
-  const db = createKnex(config.databaseUrl, { min: 0, max: options.dbPoolMax ?? 10 });
+  const db = createKnex(config.databaseUrl, { min: 0, max: options.dbPoolMax ?? 10 }, { pooler: config.databasePooler });
   const commandTimeoutMs = config.redisCommandTimeoutMs;
-  const redis = createRedis(config.redisUrl, { name: 'deskhand-commands', commandTimeoutMs });
-  const subscriber = createRedis(config.redisUrl, { name: 'deskhand-subscriber', blocking: true });
+  // To the single Redis, or to the cluster (`DESKHAND_REDIS_CLUSTER_NODES`): nothing below asks which.
+  const redis = createRedis(config, { name: 'deskhand-commands', commandTimeoutMs });
+  const subscriber = createRedis(config, { name: 'deskhand-subscriber', blocking: true, subscriber: true });
   // BullMQ's producers get their own connection: its scripts would slow every pipeline of `redis`.
-  const queues = new JobQueues(createRedis(config.redisUrl, { name: 'deskhand-queues', scripted: true, commandTimeoutMs }), config.redisPrefix, {
+  const queues = new JobQueues(createRedis(config, { name: 'deskhand-queues', scripted: true, commandTimeoutMs }), config.redisPrefix, {
     deadlineMs: commandTimeoutMs,
     logger: logger.child({ scope: 'queues' }),
   });

@@ -1,4 +1,4 @@
-import { withinDeadline, type Redis } from './redis';
+import { isCluster, withinDeadline, type Redis } from './redis';
 
 type Listener = (message: string) => void;
 
@@ -26,11 +26,50 @@ interface Channel {
 /** How long a channel stays subscribed after its last listener left. */
 const DEFAULT_LINGER_MS = 10_000;
 
+/** The pub/sub commands the notifier uses: plain on one Redis, sharded on a cluster. */
+interface PubSub {
+  publish(channel: string, message: string): Promise<unknown>;
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  /** The subscriber's event that carries a message: `(channel, message)`. */
+  messageEvent: 'message' | 'smessage';
+  /** The subscriber's events after which messages published meanwhile may have been lost. */
+  gapEvents: readonly string[];
+}
+
 /**
- * Cross-process notifications over Redis pub/sub: "task X advanced", "key Y revoked". One
- * subscriber connection per process, shared by every listener. A notification may be lost (a
- * failed PUBLISH, a dropped connection), so it never is the record: a task's note carries a copy
- * of what a committed change wrote, and PostgreSQL answers whenever the notes heard leave a gap.
+ * On a Redis Cluster, plain PUBLISH reaches every node of the cluster (each forwards it to its
+ * subscribers), so its cost grows with the cluster; sharded pub/sub (Redis 7) keeps a channel on
+ * the shard that owns its slot, and task channels spread over the shards. ioredis keeps one
+ * subscriber connection per master (`shardedSubscribers`) and subscribes again on the new master
+ * after a failover; messages published in between are lost, as on a reconnect: a node leaving or
+ * joining the subscribers counts as a gap (`mark`).
+ */
+function pubSubOf(publisher: Redis, subscriber: Redis): PubSub {
+  if (isCluster(subscriber)) {
+    return {
+      publish: (channel, message) => publisher.spublish(channel, message),
+      subscribe: (channel) => subscriber.ssubscribe(channel),
+      unsubscribe: (channel) => subscriber.sunsubscribe(channel),
+      messageEvent: 'smessage',
+      gapEvents: ['close', 'ready', '-node', '+node', '-subscriber', '+subscriber', 'subscribersReady'],
+    };
+  }
+  return {
+    publish: (channel, message) => publisher.publish(channel, message),
+    subscribe: (channel) => subscriber.subscribe(channel),
+    unsubscribe: (channel) => subscriber.unsubscribe(channel),
+    messageEvent: 'message',
+    gapEvents: ['close', 'ready'],
+  };
+}
+
+/**
+ * Cross-process notifications over Redis pub/sub (sharded on a Redis Cluster: `pubSubOf`):
+ * "task X advanced", "key Y revoked". One subscriber connection per process, shared by every
+ * listener. A notification may be lost (a failed PUBLISH, a dropped connection), so it never is
+ * the record: a task's note carries a copy of what a committed change wrote, and PostgreSQL
+ * answers whenever the notes heard leave a gap.
  *
  * A channel stays subscribed for a while after its last listener leaves, because a long-poller
  * asks again within milliseconds of its answer: re-subscribing each time would cost two Redis
@@ -47,9 +86,10 @@ export class Notifier {
   private readonly observers: Array<{ prefix: string; observer: ChannelObserver }> = [];
   /** What every channel's name starts with: the Redis prefix, then `:notify:`. */
   private readonly channelPrefix: string;
+  private readonly pubSub: PubSub;
 
   constructor(
-    private readonly publisher: Redis,
+    publisher: Redis,
     private readonly subscriber: Redis,
     prefix: string,
     private readonly lingerMs = DEFAULT_LINGER_MS,
@@ -57,7 +97,8 @@ export class Notifier {
     private readonly subscribeTimeoutMs?: number,
   ) {
     this.channelPrefix = `${prefix}:notify:`;
-    subscriber.on('message', (channel: string, message: string) => {
+    this.pubSub = pubSubOf(publisher, subscriber);
+    subscriber.on(this.pubSub.messageEvent, (channel: string, message: string) => {
       const state = this.channels.get(channel);
       if (!state) return;
       state.received++;
@@ -70,8 +111,7 @@ export class Notifier {
     const reconnected = () => {
       this.connection++;
     };
-    subscriber.on('close', reconnected);
-    subscriber.on('ready', reconnected);
+    for (const event of this.pubSub.gapEvents) subscriber.on(event, reconnected);
   }
 
   /** The name `channel` was made from (the reverse of `channel`). */
@@ -84,7 +124,7 @@ export class Notifier {
   }
 
   async publish(name: string, message = ''): Promise<void> {
-    await this.publisher.publish(this.channel(name), message);
+    await this.pubSub.publish(this.channel(name), message);
   }
 
   /**
@@ -107,7 +147,7 @@ export class Notifier {
       const created: Channel = { id: ++this.lastChannelId, listeners: new Set(), ready: Promise.resolve(), confirmed: false, received: 0, linger: null };
       // Bounded: a long poll whose subscription Redis does not confirm (down or stalled) fails
       // and answers 503 `unavailable` instead of hanging past its wait.
-      const subscribing = this.subscriber.subscribe(channel);
+      const subscribing = this.pubSub.subscribe(channel);
       const confirmedInTime = this.subscribeTimeoutMs ? withinDeadline(subscribing, this.subscribeTimeoutMs, 'a subscription') : subscribing;
       created.ready = confirmedInTime.then(() => {
         created.confirmed = true;
@@ -162,7 +202,7 @@ export class Notifier {
     if (state.listeners.size > 0 || this.channels.get(channel) !== state) return;
     this.channels.delete(channel);
     // Commands on one connection run in order: a later SUBSCRIBE to this channel comes after it.
-    this.subscriber.unsubscribe(channel).catch(() => undefined);
+    this.pubSub.unsubscribe(channel).catch(() => undefined);
     const name = this.nameOf(channel);
     for (const { prefix, observer } of this.observers) if (name.startsWith(prefix)) observer.released(name);
   }

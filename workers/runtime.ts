@@ -1,9 +1,9 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config';
-import { createRedis } from '../shared/redis';
+import { createRedis, isCluster } from '../shared/redis';
 import type { Logger } from '../shared/logger';
 import { JOBS, type QueueName } from '../shared/queues/catalog';
-import { assertJobPayload } from '../shared/queues/job-queues';
+import { assertJobPayload, queuePrefix } from '../shared/queues/job-queues';
 
 /**
  * What a processor gets besides its payload. The services it uses it gets from its queue's
@@ -22,7 +22,7 @@ export interface JobHelpers {
 
 /** What any queue's worker needs from its process: where Redis is, the queue settings, a logger. */
 export interface WorkerRuntime {
-  config: Pick<Readonly<Config>, 'redisUrl' | 'redisPrefix' | 'workerLockDurationMs' | 'workerStalledIntervalMs'>;
+  config: Pick<Readonly<Config>, 'redisUrl' | 'redisClusterNodes' | 'redisPrefix' | 'workerLockDurationMs' | 'workerStalledIntervalMs'>;
   logger: Logger;
 }
 
@@ -85,7 +85,7 @@ export interface RunningWorker {
  */
 export function startQueueWorker(runtime: WorkerRuntime, wiring: QueueWiring): RunningWorker {
   const { config } = runtime;
-  const connection = createRedis(config.redisUrl, { name: `deskhand-worker-${wiring.queue}`, blocking: true });
+  const connection = createRedis(config, { name: `deskhand-worker-${wiring.queue}`, blocking: true });
   const logger = runtime.logger.child({ scope: `worker:${wiring.queue}` });
   const abandoned = new AbortController();
   const worker = new Worker(
@@ -106,7 +106,7 @@ export function startQueueWorker(runtime: WorkerRuntime, wiring: QueueWiring): R
     },
     {
       connection,
-      prefix: config.redisPrefix,
+      prefix: queuePrefix(config.redisPrefix, isCluster(connection), wiring.queue),
       concurrency: wiring.concurrency,
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,

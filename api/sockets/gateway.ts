@@ -1,9 +1,9 @@
 import type http from 'node:http';
 import { Server, type Namespace, type Socket } from 'socket.io';
-import { createAdapter } from '@socket.io/redis-adapter';
 import type { TSchema } from '@sinclair/typebox';
 import { Ajv, type ValidateFunction } from 'ajv';
-import type { Redis } from '../../shared/redis';
+import { subscriberLike, type Redis } from '../../shared/redis';
+import { socketIoAdapter } from '../../shared/socket-io-redis';
 import type { Logger } from '../../shared/logger';
 import { ApiError } from '../../shared/errors';
 import { unstorableValueAt, withStorableStrings } from '../../shared/validation/storable';
@@ -103,17 +103,17 @@ function helloProblem(validate: ValidateFunction, message: unknown): string | nu
 
 /**
  * The web process's socket.io server with every gateway's namespace on it. Several web
- * processes share rooms through the Redis adapter, so a worker's emitter reaches a client
- * whichever web process holds its connection.
+ * processes share rooms through the Redis adapter (on a Redis Cluster, the sharded one:
+ * shared/socket-io-redis.ts), so a worker's emitter reaches a client whichever web process holds
+ * its connection.
  */
 export function attachGateways(server: http.Server, deps: { redis: Redis; redisPrefixKey: string; logger: Logger }, gateways: readonly Gateway[]): AttachedGateways {
-  const subscriber = deps.redis.duplicate();
-  subscriber.on('error', () => undefined);
+  const subscriber = subscriberLike(deps.redis);
   const io = new Server(server, {
     serveClient: false,
     // Screenshots travel in results: allow up to 16 MB a message.
     maxHttpBufferSize: 16 * 1024 * 1024,
-    adapter: createAdapter(deps.redis, subscriber, { key: deps.redisPrefixKey }),
+    adapter: socketIoAdapter(deps.redis, subscriber, deps.redisPrefixKey),
   });
   const ajv = new Ajv({ strict: false });
   const attached = gateways.map((gateway) => attachGateway(io, ajv, gateway, deps.logger.child({ scope: `${gateway.name}-gateway` })));

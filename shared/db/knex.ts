@@ -2,15 +2,31 @@ import fs from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
+import type { DatabasePooler } from '../config';
 
 export type { Knex };
 
 // int8 (bigint) columns hold cursors and counters that stay far below 2^53: read them as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
 
-/** A Knex instance for `databaseUrl`, with a pool sized for one process. */
-export function createKnex(databaseUrl: string, pool = { min: 0, max: 10 }): Knex {
-  return knex({ client: 'pg', connection: databaseUrl, pool, asyncStackTraces: false });
+/** What `runPrepared` reads of a Knex instance's config: which pooler its connections go through. */
+interface DeskhandKnexConfig extends Knex.Config {
+  deskhand?: { pooler: DatabasePooler };
+}
+
+/**
+ * A Knex instance for `databaseUrl`, with a pool sized for one process. `pooler`: what
+ * `databaseUrl` points at (`Config.databasePooler`); with `transaction`, statements keep to one
+ * transaction's connection and nothing is prepared by name (see `runPrepared`).
+ */
+export function createKnex(databaseUrl: string, pool = { min: 0, max: 10 }, options: { pooler?: DatabasePooler } = {}): Knex {
+  const config: DeskhandKnexConfig = { client: 'pg', connection: databaseUrl, pool, asyncStackTraces: false, deskhand: { pooler: options.pooler ?? 'none' } };
+  return knex(config);
+}
+
+/** Whether `db`'s connections go through a pooler in transaction mode (a transaction's client shares its pool's config). */
+function behindTransactionPooler(db: Knex | Knex.Transaction): boolean {
+  return (db.client.config as DeskhandKnexConfig).deskhand?.pooler === 'transaction';
 }
 
 /** A statement prepared once per connection: one name, one text (placeholders $1, $2…), for good. */
@@ -29,13 +45,20 @@ export interface PreparedStatement {
  * `query` listeners hear it as they hear Knex's own. The statement must name its result columns,
  * or return its rows as JSON (`row_to_json`, read back with `rowFromJson`): a prepared `select *`
  * fails once a migration adds a column under a running process.
+ *
+ * Behind a pooler in transaction mode (`DESKHAND_DATABASE_POOLER=transaction`), a statement
+ * prepared on one server connection is not there on the next transaction's, which the pooler may
+ * give another one (PgBouncer before 1.21 does not carry prepared statements over): the
+ * statement then runs as an unnamed one, parsed and planned each time, with the same text and
+ * values.
  */
 export async function runPrepared<R>(db: Knex | Knex.Transaction, statement: PreparedStatement, values: unknown[]): Promise<R[]> {
   const connection = (await db.client.acquireConnection()) as pg.Client;
   // Seen by Knex's query listeners like any other statement (what counts or logs statements).
   if (db.listenerCount('query') > 0) db.client.emit('query', { sql: statement.text, bindings: values, method: 'raw', name: statement.name });
   try {
-    return (await connection.query<R & pg.QueryResultRow>({ name: statement.name, text: statement.text, values })).rows;
+    const query = behindTransactionPooler(db) ? { text: statement.text, values } : { name: statement.name, text: statement.text, values };
+    return (await connection.query<R & pg.QueryResultRow>(query)).rows;
   } finally {
     await db.client.releaseConnection(connection);
   }

@@ -1,5 +1,5 @@
-import { Emitter } from '@socket.io/redis-emitter';
 import type { Redis } from '../redis';
+import { socketIoEmitter, socketIoKey, type NamespaceEmitter } from '../socket-io-redis';
 import { DesktopEvents, type ShowMessage } from './protocol';
 
 export const DESKTOP_NAMESPACE = '/desktop';
@@ -7,25 +7,24 @@ export const DESKTOP_NAMESPACE = '/desktop';
 /** The socket.io room of a session: every connection of its computer joins it. */
 export const sessionRoom = (code: string) => `session:${code}`;
 
-/** The Redis key prefix of socket.io's adapter and emitter; both must agree. */
-export const socketIoKey = (prefix: string) => `${prefix}:socket.io`;
+export { socketIoKey };
 
 /**
  * How any process (a worker, or a web process that does not hold the socket) reaches a
- * computer: socket.io's Redis emitter publishes, and the web process holding the connection
- * delivers. Nothing here holds a socket.
+ * computer: socket.io's Redis emitter publishes (on a Redis Cluster, in the sharded adapter's
+ * format: shared/socket-io-redis.ts), and the web process holding the connection delivers.
+ * Nothing here holds a socket.
  */
 export class ComputerLink {
-  private readonly desktop;
+  private readonly desktop: NamespaceEmitter;
 
   constructor(redis: Redis, prefix: string) {
-    // The emitter fires and forgets its PUBLISH; a failed one (Redis down, or closing) must not
-    // become an unhandled rejection, which would end the process. A lost action is sent again
-    // when the computer next says hello (`DesktopInbox.welcomed`) and by the reconcile sweep
-    // (after Redis comes back, and once unanswered for a while); one never answered fails its
-    // task through the sweep's act timeout.
-    const publisher = { publish: (channel: string, message: string | Buffer) => redis.publish(channel, message).catch(() => 0) };
-    this.desktop = new Emitter(publisher, { key: socketIoKey(prefix) }).of(DESKTOP_NAMESPACE);
+    // The emitter fires and forgets its PUBLISH, and a failed one (Redis down, or closing) is
+    // dropped. A lost action is sent again when the computer next says hello
+    // (`DesktopInbox.welcomed`) and by the reconcile sweep (after Redis comes back, after a
+    // cluster's failover, and once unanswered for a while); one never answered fails its task
+    // through the sweep's act timeout.
+    this.desktop = socketIoEmitter(redis, socketIoKey(prefix), DESKTOP_NAMESPACE);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { QueueDeadlineError, withinDeadline, type Redis } from '../redis';
+import { isCluster, QueueDeadlineError, withinDeadline, type Redis } from '../redis';
 import type { Logger } from '../logger';
 import { JOBS, QUEUE_NAMES, type JobName, type JobPayload, type QueueName } from './catalog';
 
@@ -41,6 +41,16 @@ export function jobId(...parts: Array<string | number>): string {
   return id;
 }
 
+/**
+ * BullMQ's key prefix for `queue`: the deployment's Redis prefix. On a Redis Cluster, BullMQ's
+ * scripts touch several keys of a queue at once, which must then share a slot: each queue's
+ * prefix is a hash tag of its own, `{prefix:queue}`, so that each queue's keys lie on one shard
+ * and the queues spread over the shards (one tag for all would put every queue on one shard).
+ */
+export function queuePrefix(redisPrefix: string, cluster: boolean, queue: string): string {
+  return cluster ? `{${redisPrefix}:${queue}}` : redisPrefix;
+}
+
 /** The queues of the catalog, opened on one connection of their own, for producers (routes and workers). */
 export class JobQueues {
   private readonly queues = new Map<QueueName, Queue>();
@@ -61,13 +71,18 @@ export class JobQueues {
     } = {},
   ) {}
 
+  /** BullMQ's key prefix of `name` (see `queuePrefix`). */
+  prefixOf(name: QueueName): string {
+    return queuePrefix(this.prefix, isCluster(this.connection), name);
+  }
+
   /** The BullMQ queue object (for Bull Board and tests). */
   queue(name: QueueName): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue(name, {
         connection: this.connection,
-        prefix: this.prefix,
+        prefix: this.prefixOf(name),
         defaultJobOptions: { removeOnComplete: { age: 3600, count: 10000 }, removeOnFail: { age: 7 * 24 * 3600 } },
       });
       queue.on('error', () => undefined);

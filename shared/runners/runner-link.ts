@@ -1,7 +1,6 @@
-import { Emitter } from '@socket.io/redis-emitter';
 import type { Namespace } from 'socket.io';
 import type { Redis } from '../redis';
-import { socketIoKey } from '../desktop/computer-link';
+import { socketIoEmitter, socketIoKey, type NamespaceEmitter } from '../socket-io-redis';
 import { RunnerEvents } from './runner-events';
 
 export const RUNNERS_NAMESPACE = '/runners';
@@ -12,10 +11,7 @@ export { RunnerEvents } from './runner-events';
 export const runnerRoom = (runnerId: string) => `runner:${runnerId}`;
 
 /** What both socket.io's emitter and a web process's namespace offer: a room to send to or close. */
-interface RunnerRooms {
-  to(room: string): { emit(event: string, payload: object): unknown };
-  in(room: string): { disconnectSockets(close: boolean): unknown };
-}
+type RunnerRooms = NamespaceEmitter;
 
 /**
  * How any process reaches a runner's connection: through socket.io's Redis emitter, and the web
@@ -30,8 +26,7 @@ export class RunnerLink {
   constructor(redis: Redis, prefix: string) {
     // A failed PUBLISH (Redis down) must not become an unhandled rejection; a revoked runner
     // whose disconnect was lost is refused at its next heartbeat (`RunnersService.heartbeat`).
-    const publisher = { publish: (channel: string, message: string | Buffer) => redis.publish(channel, message).catch(() => 0) };
-    this.runners = new Emitter(publisher, { key: socketIoKey(prefix) }).of(RUNNERS_NAMESPACE);
+    this.runners = socketIoEmitter(redis, socketIoKey(prefix), RUNNERS_NAMESPACE);
   }
 
   /** In a web process: sends through its `/runners` namespace from now on (the gateway attaches it). */

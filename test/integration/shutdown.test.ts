@@ -6,6 +6,7 @@ import { testConfig } from '../support/environment';
 import { startTestService, waitFor } from '../support/service';
 import { connectDesktop } from '../support/tasks';
 import { createKnex } from '../../shared/db/knex';
+import { createRedis } from '../../shared/redis';
 
 describe('graceful shutdown', () => {
   it('lets a job in flight finish before closing, and takes no new jobs', async () => {
@@ -99,7 +100,8 @@ describe('graceful shutdown', () => {
   it('abandons a job that outlives the deadline and still closes', async () => {
     const service = await startTestService({ DESKHAND_SHUTDOWN_TIMEOUT_MS: '300' }, ['web']);
     const queueName = `test-deadline-${Date.now()}`;
-    const queue = new Queue(queueName, { connection: service.running.container.redis.duplicate(), prefix: service.running.container.config.redisPrefix });
+    const connection = createRedis(service.running.container.config);
+    const queue = new Queue(queueName, { connection, prefix: service.running.container.config.redisPrefix });
     let started = false;
     const worker = startQueueWorker(service.running.container, {
       queue: queueName as never,
@@ -114,5 +116,6 @@ describe('graceful shutdown', () => {
     expect(outcome.clean).to.equal(false);
     expect(Date.now() - before).to.be.lessThan(3000);
     await queue.close();
+    connection.disconnect();
   });
 });

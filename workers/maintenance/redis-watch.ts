@@ -1,7 +1,7 @@
 import type { Container } from '../../shared/container';
 import { QUEUE_NAMES } from '../../shared/queues/catalog';
 import { jobId } from '../../shared/queues/job-queues';
-import { withinDeadline } from '../../shared/redis';
+import { isCluster, withinDeadline } from '../../shared/redis';
 
 /** What the watch uses: the commands connection, the queues, the prefix and deadlines, a logger. */
 export type RedisWatchDeps = Pick<Container, 'redis' | 'queues' | 'config' | 'logger'>;
@@ -25,11 +25,18 @@ export interface RedisWatch {
  * but requests meanwhile committed work whose jobs it could not take: a task started while Redis
  * was down runs then). Several clocks may run: the marker is set by one, the sweep's job id is
  * the same for all within a few seconds, and a sweep is idempotent anyway.
+ *
+ * On a Redis Cluster each shard can lose its data alone (a master restarted empty, a failover to
+ * a replica that had not caught up): there is a marker beside each queue, in its slot
+ * (`{prefix:queue}:clock:present`), and any one missing rebuilds. A failover also counts as a
+ * reconnect (a node left the cluster's connection pool): writes the old master took but had not
+ * passed to its replica are gone, and the subscriptions on that shard were down a moment.
  */
 export function watchRedis(container: RedisWatchDeps, options: { sweepEveryMs: number; checkEveryMs: number; settleMs: number }): RedisWatch {
   const { redis, queues, config } = container;
   const logger = container.logger.child({ scope: 'redis-watch' });
-  const marker = `${config.redisPrefix}:clock:present`;
+  // One marker on one Redis; on a cluster, one per queue's slot (each queue's prefix: `queuePrefix`).
+  const markers = [...new Set(Object.values(QUEUE_NAMES).map((queue) => `${queues.prefixOf(queue)}:clock:present`))];
   const maintenance = queues.queue(QUEUE_NAMES.maintenance);
   let reconnected = false;
   let running: Promise<void> | null = null;
@@ -55,7 +62,8 @@ export function watchRedis(container: RedisWatchDeps, options: { sweepEveryMs: n
     const wasReconnect = reconnected;
     reconnected = false;
     try {
-      const empty = (await redis.set(marker, new Date().toISOString(), 'NX')) === 'OK';
+      const now = new Date().toISOString();
+      const empty = (await Promise.all(markers.map((marker) => redis.set(marker, now, 'NX')))).includes('OK');
       // After an outage, the other processes' connections come back within their reconnect
       // interval (2 s at most): the web processes' subscriptions must be there before the
       // rebuilt steps send actions to computers, or those messages reach nobody.
@@ -92,6 +100,12 @@ export function watchRedis(container: RedisWatchDeps, options: { sweepEveryMs: n
     connectedBefore = true;
   };
   redis.on('ready', onReady);
+  // A cluster stays `ready` through a master's failover; the node it lost tells.
+  const onNodeGone = () => {
+    reconnected = true;
+    void check();
+  };
+  if (isCluster(redis)) redis.on('-node', onNodeGone);
   const timer = setInterval(() => void check(), options.checkEveryMs);
   timer.unref();
   return {
@@ -100,6 +114,7 @@ export function watchRedis(container: RedisWatchDeps, options: { sweepEveryMs: n
       stopped = true;
       clearInterval(timer);
       redis.off('ready', onReady);
+      redis.off('-node', onNodeGone);
     },
   };
 }
