@@ -98,6 +98,11 @@ if [ $want_browser = 1 ] && ! { command -v Xvfb && command -v openbox && command
   apt_install xvfb openbox at-spi2-core dbus-x11 mousepad xterm
 fi
 # Fonts for the simulated computer's screens.
+# QEMU and debootstrap for the QEMU runner's tests (test/integration/qemu): they build the debian-12
+# image once (cached in ~/.cache/deskhand/images, keyed by its recipe) and run machines under it.
+if [ "${1:-}" = "--test" ] && ! { command -v qemu-system-x86_64 && command -v qemu-img && command -v debootstrap; } >/dev/null 2>&1; then
+  apt_install qemu-system-x86 qemu-utils debootstrap
+fi
 if [ ! -d /usr/share/fonts/truetype/dejavu ]; then
   apt_install fonts-dejavu-core
 fi
