@@ -2,12 +2,16 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { DesktopAppClient, type DesktopClientEnd, type HelloAccepted } from '../../shared/desktop/desktop-app-client';
+import type { PersonMessage } from '../../shared/desktop/protocol';
 import { LinuxComputer, type LinuxComputerOptions } from './linux-computer';
+import { PersonWindow } from './person-window';
 
 /**
  * The Linux desktop app: the real X11 computer behind the shared protocol client. It connects out
  * to the service with a pairing code (nothing of it listens on the network), serves acts until the
  * team releases the computer or the app is stopped, and prints one JSON line per protocol event.
+ * The person's window (person-window.ts) shows what the service sends the person, and what the
+ * person does there goes back as `desktop:person` messages.
  * `deskhand-desktop` (main.ts) and `npx deskhand desktop --display :N` both run it.
  */
 export interface LinuxAppOptions {
@@ -26,16 +30,26 @@ export interface LinuxAppOptions {
   reconnectDelayMs?: number;
   /** Passed to the computer (still-screen wait, accessibility walk bounds). */
   computer?: Pick<LinuxComputerOptions, 'still' | 'snapshot' | 'enableToolkits'>;
+  /**
+   * Open the person's window (default true). Without it the person sees nothing of the service's
+   * messages on this screen (they are still printed) and answers through the team.
+   */
+  personWindow?: boolean;
 }
 
 export interface LinuxApp {
   computer: LinuxComputer;
   client: DesktopAppClient<LinuxComputer>;
+  /**
+   * The person's window (null with `personWindow: false`): `elements()` gives its controls with
+   * their screen bounds, `windowId` its X window, `flush()` waits until what was shown is drawn.
+   */
+  personWindow: PersonWindow | null;
   /** Resolves on the service's first welcome; rejects when the code is refused or the app is closed first. */
   welcomed: Promise<HelloAccepted>;
   /** Settles when the client stops for good; the computer is closed by then. */
   finished: Promise<DesktopClientEnd>;
-  /** Disconnects and closes the display and the accessibility bus. Safe to call twice. */
+  /** Disconnects and closes the person's window, the display and the accessibility bus. Safe to call twice. */
   close(): Promise<void>;
 }
 
@@ -50,6 +64,18 @@ export async function startLinuxApp(options: LinuxAppOptions): Promise<LinuxApp>
     appVersion,
     name: options.name ?? hostname(),
   });
+  // What the person does in the window goes to the service through the client, made below.
+  let sendPerson: (message: PersonMessage) => void = () => undefined;
+  let personWindow: PersonWindow | null = null;
+  if (options.personWindow !== false) {
+    try {
+      personWindow = await PersonWindow.open({ display: options.display, onPerson: (message) => sendPerson(message) });
+    } catch (error) {
+      await computer.close();
+      throw error;
+    }
+    computer.attachPersonWindow(personWindow);
+  }
   const hello = computer.hello('');
   out({
     event: 'computer',
@@ -58,6 +84,7 @@ export async function startLinuxApp(options: LinuxAppOptions): Promise<LinuxApp>
     width: hello.device.width,
     height: hello.device.height,
     capabilities: hello.capabilities,
+    person_window: personWindow !== null,
     ...(computer.accessibilityProblem ? { accessibility_problem: computer.accessibilityProblem } : {}),
   });
   const client = new DesktopAppClient({
@@ -71,6 +98,7 @@ export async function startLinuxApp(options: LinuxAppOptions): Promise<LinuxApp>
     reconnectDelayMs: options.reconnectDelayMs,
     onUnreachable: options.onUnreachable,
   });
+  sendPerson = (message) => client.sendPerson(message);
   const finished = client.finished.then(async (end) => {
     await computer.close();
     return end;
@@ -81,6 +109,7 @@ export async function startLinuxApp(options: LinuxAppOptions): Promise<LinuxApp>
   return {
     computer,
     client,
+    personWindow,
     welcomed,
     finished,
     async close() {

@@ -1,8 +1,10 @@
-import type { DesktopComputer } from '../../shared/desktop/computer';
-import type { ActionResult, Capabilities, DesktopAction, ElementInfo, HelloMessage, Observation, Point } from '../../shared/desktop/protocol';
-import { AccessibilityClient, AccessibilityUnavailable, toElementInfo, type AccessibilitySnapshot, type AccessibleElement, type SnapshotOptions } from './accessibility';
+import { DESKHAND_APP, type DesktopComputer } from '../../shared/desktop/computer';
+import type { ActionResult, Capabilities, DesktopAction, ElementInfo, HelloMessage, Observation, Point, Rect, ShowMessage } from '../../shared/desktop/protocol';
+import { elementCategory } from '../../shared/guardrails/element-categories';
+import { AccessibilityClient, AccessibilityUnavailable, toElementInfo, type AccessibilitySnapshot, type SnapshotOptions } from './accessibility';
 import { matchAccessibleWindows } from './hit-test';
 import { InputError, XInput } from './input';
+import type { PersonWindow } from './person-window';
 import { BROWSER_APPS } from './roles';
 import { ScreenCapture, type Frame } from './screen-capture';
 import { waitForStillScreen, type StillOptions } from './screen-still';
@@ -33,19 +35,30 @@ export interface LinuxComputerOptions {
 export const MAX_WAIT_MS = 60_000;
 /** The most text of the screen an observation carries. */
 const MAX_SCREEN_TEXT = 20_000;
+/** A step whose point lands on the Deskhand app's own window. */
+export const OWN_WINDOW_REFUSAL = "That is the Deskhand app's own window, where the person answers and approves; the agent cannot act on it.";
+/** Typing or a key while the Deskhand app's own window has the keyboard. */
+export const OWN_WINDOW_KEYBOARD_REFUSAL =
+  "The Deskhand app's own window has the keyboard focus (the person is typing an answer there); the agent cannot type or press keys into it.";
+/** What screenshots show where the person's window shows a secret to type. */
+const SECRET_COVER = [0x9e, 0x9e, 0x9e] as const;
 
 /**
  * A real Linux (X11) desktop behind the one computer interface the simulated computer serves:
  * XTEST input, the screen read through MIT-SHM or GetImage, the EWMH window list and the AT-SPI
  * tree, each a module of its own (docs/linux-desktop.md). After an act it waits for the screen
  * to be still (frame comparison, capped), then reports that frame and what is on it. Acts run
- * one at a time, in order.
+ * one at a time, in order. It never acts on the Deskhand app's own windows (the person's window):
+ * such a step is refused before any input is sent. With a person's window attached, `show`
+ * draws the service's messages there, and the secret a person is asked to type is painted over
+ * in the screenshots.
  */
 export class LinuxComputer implements DesktopComputer {
   readonly os = 'linux' as const;
   readonly capabilities: Capabilities;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private person: PersonWindow | null = null;
 
   private constructor(
     private readonly options: LinuxComputerOptions,
@@ -105,6 +118,9 @@ export class LinuxComputer implements DesktopComputer {
     return this.enqueue(async () => {
       const invalid = invalidAction(action, this.connection.width, this.connection.height);
       if (invalid) return this.report(await this.capture.frame(), invalid);
+      // Before any input: the agent never acts on the app's own window (it could approve its own request).
+      const own = await this.ownWindowRefusal(action);
+      if (own) return this.report(await this.capture.frame(), own);
       try {
         await this.perform(action);
       } catch (error) {
@@ -127,11 +143,30 @@ export class LinuxComputer implements DesktopComputer {
     return this.enqueue(() => this.observation());
   }
 
-  /** Puts the keyboard mapping back, closes the accessibility bus and the display. Safe to call twice. */
+  /**
+   * The person's window this computer shows the service's messages in (app.ts opens it); it is
+   * closed with the computer.
+   */
+  attachPersonWindow(window: PersonWindow): void {
+    this.person = window;
+  }
+
+  /** The person's window, when one is attached. */
+  get personWindow(): PersonWindow | null {
+    return this.person;
+  }
+
+  /** What the service shows the person goes to the person's window; without one it is dropped. */
+  show(message: ShowMessage): void {
+    if (!this.closed) this.person?.show(message);
+  }
+
+  /** Puts the keyboard mapping back, closes the person's window, the accessibility bus and the display. Safe to call twice. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await this.queue.catch(() => undefined);
+    await this.person?.close().catch(() => undefined);
     await this.input.close().catch(() => undefined);
     await this.capture.close().catch(() => undefined);
     this.accessibility?.close();
@@ -166,8 +201,40 @@ export class LinuxComputer implements DesktopComputer {
     }
   }
 
-  /** A result: the frame as PNG and the observation, read together. */
+  /**
+   * Why a step may not run because it would act on the Deskhand app's own window, or null: a
+   * click, scroll or either end of a drag whose point is in such a window (the topmost window
+   * there), typing or a key while such a window has the keyboard (the window manager's active
+   * window, or the X input focus).
+   */
+  private async ownWindowRefusal(action: DesktopAction): Promise<string | null> {
+    const points: Point[] = action.type === 'click' || action.type === 'scroll' ? [action] : action.type === 'drag' ? [action.from, action.to] : [];
+    const keyboard = action.type === 'type' || action.type === 'key';
+    if (points.length === 0 && !keyboard) return null;
+    const { client } = this.connection;
+    const [list, focus] = await Promise.all([
+      listWindows(this.connection),
+      keyboard ? this.connection.request<{ focus: number }>((callback) => client.GetInputFocus(callback)).catch(() => null) : null,
+    ]);
+    for (const point of points) {
+      const top = list.windows.find((window) => contains(window.bounds, point.x, point.y));
+      if (top?.app === DESKHAND_APP) return OWN_WINDOW_REFUSAL;
+    }
+    if (keyboard) {
+      if (list.focusedApp === DESKHAND_APP) return OWN_WINDOW_KEYBOARD_REFUSAL;
+      if (focus && list.windows.some((window) => window.id === focus.focus && window.app === DESKHAND_APP)) return OWN_WINDOW_KEYBOARD_REFUSAL;
+    }
+    return null;
+  }
+
+  /**
+   * A result: the frame as PNG and the observation, read together. Where the person's window
+   * shows a secret to type, the screenshot is painted over: the person reads it off the screen,
+   * the recording and the model do not.
+   */
   private async report(frame: Frame, error: string | null): Promise<ActionResult> {
+    const secrets = this.person?.secretAreas() ?? [];
+    if (secrets.length > 0) cover(frame, secrets);
     const [screenshot, observation] = await Promise.all([this.capture.encode(frame), this.observation()]);
     return { ok: error === null, ...(error !== null ? { error } : {}), observation, screenshot };
   }
@@ -197,20 +264,31 @@ export class LinuxComputer implements DesktopComputer {
     onScreen.windows = list.windows.map((window) => toWindowInfo(window, BROWSER_APPS.has(window.app) ? (matched.get(window.id)?.url ?? null) : undefined));
     const elements: ElementInfo[] = [];
     const texts: string[] = [];
-    const appOf = new Map<string, string>();
+    const say = (said: string | null): void => {
+      if (said && said.trim() && said.trim() !== texts.at(-1)) texts.push(said.trim());
+    };
+    const windowOf = new Map<string, X11Window>();
     for (const window of list.windows) {
+      // What a press does is judged with the dialog the element is in, when its window is one.
+      const dialog = window.modal ? window.title : null;
+      for (const drawn of window.drawn) {
+        const bounds = { ...drawn.bounds, x: window.client.x + drawn.bounds.x, y: window.client.y + drawn.bounds.y };
+        if (!visibleIn(bounds, window, list.windows, this.connection)) continue;
+        const category = elementCategory({ role: drawn.role, label: drawn.label, dialog });
+        elements.push({ role: drawn.role, label: drawn.label, category, is_default: drawn.is_default === true, bounds, app: window.app });
+        if (drawn.role !== 'password_field') say(drawn.label);
+      }
       const tree = matched.get(window.id);
       if (!tree) continue;
       for (const element of tree.elements) {
-        appOf.set(element.id, window.app);
-        if (element.depth === 0 || !element.states.showing || !visibleIn(element, window, list.windows, this.connection)) continue;
-        if (element.role) elements.push(toElementInfo({ ...element, role: element.role }, window.app));
-        const said = element.role === 'password_field' ? null : (element.text ?? (element.role === 'static_text' || element.role === 'button' || element.role === 'link' ? element.name : null));
-        if (said && said.trim() && said !== texts.at(-1)) texts.push(said.trim());
+        windowOf.set(element.id, window);
+        if (element.depth === 0 || !element.states.showing || !visibleIn(element.bounds, window, list.windows, this.connection)) continue;
+        if (element.role) elements.push(toElementInfo({ ...element, role: element.role }, window.app, elementCategory({ role: element.role, label: element.name, dialog })));
+        say(element.role === 'password_field' ? null : (element.text ?? (element.role === 'static_text' || element.role === 'button' || element.role === 'link' ? element.name : null)));
       }
     }
     onScreen.elements = elements;
-    onScreen.focused = focusedElement(snapshot, appOf, list.focusedApp);
+    onScreen.focused = focusedElement(snapshot, windowOf, list.focusedApp);
     onScreen.text = texts.join('\n').slice(0, MAX_SCREEN_TEXT);
     return onScreen;
   }
@@ -221,21 +299,43 @@ export class LinuxComputer implements DesktopComputer {
   }
 }
 
-/** Whether a person can see the element: its centre is on the screen and its own window is the topmost there. */
-function visibleIn(element: AccessibleElement, window: X11Window, windows: X11Window[], screen: { width: number; height: number }): boolean {
-  const { bounds } = element;
+/** Whether a person can see an element at `bounds`: its centre is on the screen and its own window is the topmost there. */
+function visibleIn(bounds: Rect, window: X11Window, windows: X11Window[], screen: { width: number; height: number }): boolean {
   if (bounds.width <= 0 || bounds.height <= 0) return false;
   const x = bounds.x + bounds.width / 2;
   const y = bounds.y + bounds.height / 2;
   if (x < 0 || y < 0 || x >= screen.width || y >= screen.height) return false;
-  const top = windows.find((candidate) => x >= candidate.bounds.x && y >= candidate.bounds.y && x < candidate.bounds.x + candidate.bounds.width && y < candidate.bounds.y + candidate.bounds.height);
-  return top === window;
+  return windows.find((candidate) => contains(candidate.bounds, x, y)) === window;
 }
 
-function focusedElement(snapshot: AccessibilitySnapshot, appOf: Map<string, string>, focusedApp: string | null): ElementInfo | null {
+function contains(bounds: Rect, x: number, y: number): boolean {
+  return x >= bounds.x && y >= bounds.y && x < bounds.x + bounds.width && y < bounds.y + bounds.height;
+}
+
+function focusedElement(snapshot: AccessibilitySnapshot, windowOf: Map<string, X11Window>, focusedApp: string | null): ElementInfo | null {
   const focused = snapshot.focused;
   if (!focused?.role) return null;
-  return toElementInfo({ ...focused, role: focused.role }, appOf.get(focused.id) ?? focusedApp ?? focused.app.toLowerCase());
+  const window = windowOf.get(focused.id);
+  const category = elementCategory({ role: focused.role, label: focused.name, dialog: window?.modal ? window.title : null });
+  return toElementInfo({ ...focused, role: focused.role }, window?.app ?? focusedApp ?? focused.app.toLowerCase(), category);
+}
+
+/** Paints `areas` of a frame over (clipped to the screen), in place. */
+function cover(frame: Frame, areas: Rect[]): void {
+  for (const area of areas) {
+    const left = Math.max(0, Math.floor(area.x));
+    const right = Math.min(frame.width, Math.ceil(area.x + area.width));
+    const top = Math.max(0, Math.floor(area.y));
+    const bottom = Math.min(frame.height, Math.ceil(area.y + area.height));
+    for (let y = top; y < bottom; y++) {
+      for (let x = left; x < right; x++) {
+        const offset = (y * frame.width + x) * 4;
+        frame.rgba[offset] = SECRET_COVER[0];
+        frame.rgba[offset + 1] = SECRET_COVER[1];
+        frame.rgba[offset + 2] = SECRET_COVER[2];
+      }
+    }
+  }
 }
 
 /** Why a step cannot be done as written, or null when it can be tried. */

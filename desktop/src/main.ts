@@ -3,19 +3,23 @@ import { parseArgs } from 'node:util';
 import { startLinuxApp } from './app';
 
 /**
- * `deskhand-desktop --code CODE [--base-url URL]`: the Deskhand desktop app for Linux (X11). It
- * drives the display in `$DISPLAY` and finds the accessibility bus through
- * `$DBUS_SESSION_BUS_ADDRESS`, pairs with the service by the code, and prints one JSON line per
- * protocol event until the team releases the computer or it is stopped (SIGINT, SIGTERM).
+ * `deskhand-desktop --code CODE [--base-url URL] [--no-window]`: the Deskhand desktop app for
+ * Linux (X11). It drives the display in `$DISPLAY` and finds the accessibility bus through
+ * `$DBUS_SESSION_BUS_ADDRESS`, pairs with the service by the code, shows the person's window
+ * (not with `--no-window`), and prints one JSON line per protocol event until the team releases
+ * the computer or it is stopped (SIGINT, SIGTERM).
  */
 
-const USAGE = 'usage: deskhand-desktop --code CODE [--base-url URL]';
+const USAGE = 'usage: deskhand-desktop --code CODE [--base-url URL] [--no-window]';
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 async function main(): Promise<number> {
-  let values: { code?: string; 'base-url'?: string; help?: boolean };
+  let values: { code?: string; 'base-url'?: string; 'no-window'?: boolean; help?: boolean };
   try {
-    ({ values } = parseArgs({ options: { code: { type: 'string' }, 'base-url': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({
+      options: { code: { type: 'string' }, 'base-url': { type: 'string' }, 'no-window': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
   } catch (error) {
     process.stderr.write(`deskhand-desktop: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
@@ -40,7 +44,12 @@ async function main(): Promise<number> {
   }
   let app;
   try {
-    app = await startLinuxApp({ baseUrl, code, onUnreachable: (message) => process.stderr.write(`deskhand-desktop: ${message}\n`) });
+    app = await startLinuxApp({
+      baseUrl,
+      code,
+      personWindow: values['no-window'] !== true,
+      onUnreachable: (message) => process.stderr.write(`deskhand-desktop: ${message}\n`),
+    });
   } catch (error) {
     process.stderr.write(`deskhand-desktop: ${(error as Error).message}\n`);
     return 1;

@@ -1,4 +1,6 @@
+import { DRAWN_ELEMENTS_PROPERTY } from '../../shared/desktop/computer';
 import type { Rect, WindowInfo } from '../../shared/desktop/protocol';
+import { parseDrawnElements, type DrawnElement } from './drawn-elements';
 import type { X11Connection } from './x11-connection';
 
 /** A top-level window as the window manager lists it (EWMH), with what the protocol needs and more. */
@@ -19,6 +21,8 @@ export interface X11Window {
   title: string;
   /** The window with its frame (title bar and borders), in screen pixels. */
   bounds: Rect;
+  /** The client area (the app's own window, without the frame), in screen pixels. */
+  client: Rect;
   /** A dock, panel or the desktop (_NET_WM_WINDOW_TYPE_DOCK / _DESKTOP). */
   system: boolean;
   /** _NET_WM_PID, when the app sets it. */
@@ -27,6 +31,11 @@ export interface X11Window {
   modal: boolean;
   /** The window that has the keyboard focus (_NET_ACTIVE_WINDOW). */
   active: boolean;
+  /**
+   * The controls a window draws itself and publishes in DRAWN_ELEMENTS_PROPERTY (the person's
+   * window, the launcher), bounds relative to the client area; [] for other windows.
+   */
+  drawn: DrawnElement[];
 }
 
 /** The windows on screen and what is in front. */
@@ -44,7 +53,8 @@ const MAP_STATE_VIEWABLE = 2;
 /**
  * Reads the window list an EWMH window manager keeps on the root window: _NET_CLIENT_LIST_STACKING
  * (bottom to top), each window's title, WM_CLASS, frame bounds (_NET_FRAME_EXTENTS around the
- * client area placed with TranslateCoordinates), type and state, and _NET_ACTIVE_WINDOW.
+ * client area placed with TranslateCoordinates), type and state, the controls it draws itself
+ * (DRAWN_ELEMENTS_PROPERTY), and _NET_ACTIVE_WINDOW.
  * Requests for all windows go out together, so the list costs a few round trips, not one a window.
  */
 export async function listWindows(connection: X11Connection): Promise<WindowList> {
@@ -76,7 +86,7 @@ async function internAll(connection: X11Connection, names: string[]): Promise<Re
 
 async function readWindow(connection: X11Connection, id: number, active: boolean, atoms: Record<string, number>): Promise<X11Window | null> {
   const { client, root } = connection;
-  const [attributes, geometry, origin, netName, wmName, wmClass, extents, types, states, transientFor, pid] = await Promise.all([
+  const [attributes, geometry, origin, netName, wmName, wmClass, extents, types, states, transientFor, pid, drawn] = await Promise.all([
     connection.request<{ mapState: number }>((callback) => client.GetWindowAttributes(id, callback)).catch(() => null),
     connection.request<{ width: number; height: number }>((callback) => client.GetGeometry(id, callback)).catch(() => null),
     connection.request<{ destX: number; destY: number }>((callback) => client.TranslateCoordinates(id, root, 0, 0, callback)).catch(() => null),
@@ -88,6 +98,7 @@ async function readWindow(connection: X11Connection, id: number, active: boolean
     connection.cardinals(id, '_NET_WM_STATE'),
     connection.cardinals(id, 'WM_TRANSIENT_FOR'),
     connection.cardinals(id, '_NET_WM_PID'),
+    connection.text(id, DRAWN_ELEMENTS_PROPERTY),
   ]);
   // Gone since the list was read, not mapped, or minimized: not on screen.
   if (!attributes || !geometry || !origin) return null;
@@ -102,9 +113,11 @@ async function readWindow(connection: X11Connection, id: number, active: boolean
     instance,
     title: netName ?? wmName ?? '',
     bounds: { x: origin.destX - left, y: origin.destY - top, width: geometry.width + left + right, height: geometry.height + top + bottom },
+    client: { x: origin.destX, y: origin.destY, width: geometry.width, height: geometry.height },
     system: types.includes(atoms._NET_WM_WINDOW_TYPE_DOCK) || types.includes(atoms._NET_WM_WINDOW_TYPE_DESKTOP),
     pid: pid[0] ?? null,
     modal: states.includes(atoms._NET_WM_STATE_MODAL) || (dialog && (transientFor[0] ?? 0) !== 0),
     active,
+    drawn: parseDrawnElements(drawn),
   };
 }

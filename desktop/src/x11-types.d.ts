@@ -73,6 +73,13 @@ declare module 'x11' {
     rootx?: number;
     rooty?: number;
     buttons?: number;
+    /** Expose, ConfigureNotify: the area. */
+    width?: number;
+    height?: number;
+    /** Expose: how many more Expose events follow. */
+    count?: number;
+    /** MappingNotify: 0 modifier, 1 keyboard, 2 pointer. */
+    request?: number;
   }
 
   export interface XTestExtension {
@@ -117,6 +124,13 @@ declare module 'x11' {
     ChangeWindowAttributes(window: number, values: Record<string, unknown>): void;
     SetInputFocus(window: number, revertTo: number): void;
     ClearArea(window: number, x: number, y: number, width: number, height: number, exposures: boolean): void;
+    CreateGC(gc: number, drawable: number, values: Record<string, number>): void;
+    FreeGC(gc: number): void;
+    /** format 2 is ZPixmap. */
+    PutImage(format: number, drawable: number, gc: number, width: number, height: number, x: number, y: number, leftPad: number, depth: number, data: Buffer): void;
+    /** `event` is the event's 32 bytes on the wire. */
+    SendEvent(destination: number, propagate: number, eventMask: number, event: Buffer): void;
+    GetInputFocus(cb: Callback<{ focus: number; revertTo: number }>): void;
     require(name: 'xtest', cb: Callback<XTestExtension>): void;
     require(name: 'shm', cb: Callback<XShmExtension>): void;
     sync(): Promise<void>;

@@ -132,6 +132,9 @@ export async function startDesktop(options: DesktopOptions = {}): Promise<RealDe
     const connection = await X11Connection.open(desktop.display);
     try {
       await until(async () => (await connection.cardinals(connection.root, '_NET_SUPPORTING_WM_CHECK')).length > 0, 'openbox to manage the screen');
+      // openbox names itself before it is done starting, and a window mapped in between is left
+      // unmapped: wait until a window of our own is managed.
+      await until(() => managesNewWindows(connection), 'openbox to manage a new window');
     } finally {
       await connection.close();
     }
@@ -139,6 +142,22 @@ export async function startDesktop(options: DesktopOptions = {}): Promise<RealDe
   } catch (error) {
     await stopAll(children, dir);
     throw error;
+  }
+}
+
+/** Maps a small window and says whether the window manager lists it within half a second; the window is destroyed either way. */
+async function managesNewWindows(connection: X11Connection): Promise<boolean> {
+  const { client } = connection;
+  const id = client.AllocID();
+  client.CreateWindow(id, connection.root, 0, 0, 10, 10, 0, 0, 0, 0, {});
+  client.MapWindow(id);
+  try {
+    return await until(async () => (await connection.cardinals(connection.root, '_NET_CLIENT_LIST')).includes(id), 'the test window to be managed', 500);
+  } catch {
+    return false;
+  } finally {
+    client.DestroyWindow(id);
+    await connection.sync();
   }
 }
 
