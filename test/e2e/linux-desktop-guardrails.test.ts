@@ -224,6 +224,7 @@ describe('Linux desktop guardrails and the person\'s window end to end (real X11
     await control('I typed it');
     await person.input.type(secret);
     await personClicks('I typed it');
+    await follow(service, key, taskId, (_task, events) => events.some((event) => event.type === 'secret_typed'), 15_000);
     await personClicks('Yes');
     const { task, events } = await follow(service, key, taskId, undefined, 45_000);
     expect(task, JSON.stringify(events.slice(-4))).to.include({ status: 'completed' });
