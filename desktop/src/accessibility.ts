@@ -252,15 +252,20 @@ export class AccessibilityClient {
     settings: Required<SnapshotOptions>,
   ): Promise<Walked | null> {
     const timeout = settings.callTimeoutMs;
-    const [role, state, name, extents, children] = await Promise.all([
+    // The state first: most of a tree is not showing (closed menus, a browser's hidden views),
+    // and neither such an element nor anything under it is read further. Two round trips a
+    // level instead of one, for less than half the calls.
+    const state = await this.callWithin(ref, ACCESSIBLE, 'GetState', '', [], timeout);
+    if (!state) return null;
+    const states = readStates(state[0] as number[]);
+    if (!states.showing) return null;
+    const [role, name, extents, children] = await Promise.all([
       this.callWithin(ref, ACCESSIBLE, 'GetRoleName', '', [], timeout),
-      this.callWithin(ref, ACCESSIBLE, 'GetState', '', [], timeout),
       this.property(ref, ACCESSIBLE, 'Name', timeout),
       this.callWithin(ref, 'org.a11y.atspi.Component', 'GetExtents', 'u', [COORDS_SCREEN], timeout),
       this.callWithin(ref, ACCESSIBLE, 'GetChildren', '', [], timeout),
     ]);
-    if (!role || !state) return null;
-    const states = readStates(state[0] as number[]);
+    if (!role) return null;
     const atspiRole = String(role[0]);
     const elementName = typeof name === 'string' ? name : '';
     const needsAttributes = inBrowser && !inPage && (atspiRole === 'entry' || atspiRole === 'text');
