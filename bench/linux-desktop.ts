@@ -172,7 +172,7 @@ export async function run(): Promise<void> {
       noSettle: new Series('input + capture + observation (an act, quiet time 0)'),
       input: new Series('input alone (XTEST move + click, one round trip)'),
       capture: new Series('capture alone (MIT-SHM, BGRX to RGBA)'),
-      encode: new Series('PNG encoding alone (@napi-rs/canvas)'),
+      encode: new Series('PNG encoding alone (zlib level 1, off the event loop)'),
       observation: new Series('observation alone (window list + AT-SPI walk + mapping)'),
       windows: new Series('  window list alone (EWMH)'),
       walk: new Series('  AT-SPI walk alone'),
