@@ -14,7 +14,7 @@ import type { DesktopClientEnd, DesktopClientOptions } from '../shared/simulator
 export type DesktopCommandIo = JsonLinesIo;
 
 /** The parsed options are the client's own, less what only code sets (output, path, pacing). */
-type DesktopCommandOptions = Omit<DesktopClientOptions, 'out' | 'path' | 'reconnectDelayMs'> & { display?: string };
+type DesktopCommandOptions = Omit<DesktopClientOptions, 'out' | 'path' | 'reconnectDelayMs'> & { display?: string; window: boolean; launcher?: boolean };
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
@@ -29,6 +29,8 @@ export function registerDesktopCommand(program: Command, io: DesktopCommandIo = 
     .requiredOption('--code <code>', 'pairing code, e.g. ABCD-EFGH', parseCode)
     .option('--base-url <url>', BASE_URL_HELP, parseBaseUrl, defaultBaseUrl())
     .option('--display <:N>', 'run the Linux desktop app (desktop/) on this X display instead of a simulated computer; the accessibility bus is found through $DBUS_SESSION_BUS_ADDRESS', parseDisplay)
+    .option('--no-window', 'with --display: no person\'s window (the person answers through the team; a test machine has no person)')
+    .option('--launcher', 'with --display: also show the session\'s launcher panel (Browser, Notes, Terminal), closed with the app')
     .addOption(new Option('--os <os>', 'which system to pretend to be').choices(['mac', 'windows']).default('mac'))
     .option('--app-version <version>', 'reported app version (X.Y.Z); before 1.0.20 no element info and no page addresses', parseVersion, '1.0.20')
     .option('--name <name>', 'reported device name', parseName, hostname())
@@ -47,6 +49,9 @@ export function registerDesktopCommand(program: Command, io: DesktopCommandIo = 
         parseBaseUrl(options.baseUrl);
       } catch (error) {
         command.error(`error: ${(error as Error).message}`, { exitCode: 2, code: 'deskhand.invalidBaseUrl' });
+      }
+      if (!options.display && (!options.window || options.launcher)) {
+        command.error(`error: ${options.launcher ? '--launcher' : '--no-window'} is an option of the Linux app: give --display :N too.`, { exitCode: 2, code: 'deskhand.needsDisplay' });
       }
       const end = options.display ? await runLinuxApp(options, options.display, io, command) : await runDesktopClient(options, io);
       if (end.reason === 'refused') {
@@ -79,10 +84,18 @@ async function runDesktopClient(options: DesktopCommandOptions, io: DesktopComma
  */
 async function runLinuxApp(options: DesktopCommandOptions, display: string, io: DesktopCommandIo, command: Command): Promise<DesktopClientEnd> {
   const { startLinuxApp } = require('../desktop/src/app') as typeof import('../desktop/src/app');
+  let launcher: { close(): Promise<void> } | null = null;
   let app: Awaited<ReturnType<typeof startLinuxApp>>;
   try {
-    app = await startLinuxApp({ baseUrl: options.baseUrl, code: options.code, display, name: options.name, out: (line) => io.out(line), onUnreachable: (message) => io.warn?.(message) });
+    if (options.launcher) {
+      const { startLauncher } = require('../desktop/src/launcher') as typeof import('../desktop/src/launcher');
+      const started = await startLauncher({ display, onStart: (event) => io.out({ event: event.error ? 'launcher_start_failed' : 'launcher_started', ...event }) });
+      launcher = started;
+      io.out({ event: 'launcher', display, window: started.windowId, apps: started.apps });
+    }
+    app = await startLinuxApp({ baseUrl: options.baseUrl, code: options.code, display, name: options.name, personWindow: options.window, out: (line) => io.out(line), onUnreachable: (message) => io.warn?.(message) });
   } catch (error) {
+    await launcher?.close().catch(() => undefined);
     command.showHelpAfterError(false);
     return command.error(`error: cannot drive the display ${display}: ${(error as Error).message}`, { exitCode: 1, code: 'deskhand.noDisplay' });
   }
@@ -92,6 +105,7 @@ async function runLinuxApp(options: DesktopCommandOptions, display: string, io: 
     return await app.finished;
   } finally {
     for (const signal of STOP_SIGNALS) io.signals.off(signal, stop);
+    await launcher?.close().catch(() => undefined);
   }
 }
 

@@ -113,20 +113,37 @@ export class QemuMachine {
    * and waits up to a second for its tick.
    */
   async setClock(): Promise<void> {
-    const pid = await this.agent.exec({ path: '/bin/date', arg: ['-u', '-s', `@${(Date.now() / 1000).toFixed(3)}`], captureOutput: false });
+    await this.runAsRoot('/bin/date', ['-u', '-s', `@${(Date.now() / 1000).toFixed(3)}`]);
+  }
+
+  /**
+   * Writes what the guest's file systems hold in memory to its disk (`sync`). A saved state
+   * carries the guest's page cache, so its disk alone would miss what was written last: a disk
+   * version that is ever booted without its state (a runner with other hardware) needs it synced.
+   */
+  async syncDisks(): Promise<void> {
+    await this.runAsRoot('/bin/sync', []);
+  }
+
+  /** Runs a program in the guest as root through the agent and waits for it to end. */
+  private async runAsRoot(program: string, args: string[]): Promise<void> {
+    const pid = await this.agent.exec({ path: program, arg: args, captureOutput: false });
     for (let pause = 5; ; pause = Math.min(pause * 2, 50)) {
       if ((await this.agent.execStatus(pid)).exited) return;
       await sleep(pause);
     }
   }
 
-  /** Kills QEMU (its process group), closes the connections and removes the machine's folder. */
-  destroy(): Promise<void> {
+  /**
+   * Kills QEMU (its process group), closes the connections and removes the machine's folder
+   * (kept with `keepFiles`: a saved machine's overlay and state are moved out of it first).
+   */
+  destroy(options: { keepFiles?: boolean } = {}): Promise<void> {
     this.destroyed ??= (async () => {
       this.agent.close();
       this.qmp.close();
       await this.qemu.kill();
-      await rm(this.dir, { recursive: true, force: true });
+      if (!options.keepFiles) await rm(this.dir, { recursive: true, force: true });
     })();
     return this.destroyed;
   }

@@ -1,31 +1,36 @@
-import type { DesktopAction } from '../../desktop/protocol';
-import { CommandError, type ConsoleInput } from './runner-protocol';
-import { centerOf } from '../simulated-computer';
-import type { SimulatedHypervisor } from './simulated-hypervisor';
+import { CommandError, type Hypervisor, type MachineInput } from '../../runners/hypervisor';
+import type { ConsoleInput } from './runner-protocol';
 
 /**
- * The console's live view of a machine (docs/runners.md, "The console"): its screen as PNG
- * bytes with a frame number, and clicks, text and keys carried out on it.
+ * The console's live view of a machine (docs/runners.md, "The console"), whichever provider
+ * makes it: its screen as PNG bytes with a frame number, and clicks, text and keys carried out
+ * on it as the person at the machine.
  */
 
 /** `runner:screen`: the machine's screen now, as PNG bytes, with its frame number. */
-export function screenReply(hypervisor: SimulatedHypervisor, payload: unknown): object {
+export async function screenReply(hypervisor: Hypervisor, payload: unknown): Promise<object> {
   const machineId = (payload as { machine_id?: unknown } | null)?.machine_id;
-  const computer = typeof machineId === 'string' ? hypervisor.computer(machineId) : undefined;
-  if (!computer) return { ok: false, message: `No machine ${String(machineId)} runs on this runner.` };
-  const { screenshot } = computer.observe();
-  return { ok: true, frame: computer.frame, width: computer.device.width, height: computer.device.height, png: screenshot };
+  try {
+    const screen = typeof machineId === 'string' ? await hypervisor.screen(machineId) : null;
+    if (!screen) return { ok: false, message: `No machine ${String(machineId)} runs on this runner.` };
+    return { ok: true, ...screen };
+  } catch (error) {
+    return { ok: false, message: (error as Error).message };
+  }
 }
 
 /** `runner:input`: a click, text or keys from the console, carried out on the machine. */
-export async function inputReply(hypervisor: SimulatedHypervisor, payload: unknown): Promise<object> {
+export async function inputReply(hypervisor: Hypervisor, payload: unknown): Promise<object> {
   const request = payload as { machine_id?: unknown; input?: unknown } | null;
-  const computer = typeof request?.machine_id === 'string' ? hypervisor.computer(request.machine_id) : undefined;
-  if (!computer) return { ok: false, message: `No machine ${String(request?.machine_id)} runs on this runner.` };
-  const action = consoleAction(request?.input);
-  if (typeof action === 'string') return { ok: false, message: action };
-  const result = await computer.act(action);
-  return result.ok ? { ok: true, frame: computer.frame } : { ok: false, message: result.error, frame: computer.frame };
+  const machineId = request?.machine_id;
+  if (typeof machineId !== 'string' || !hypervisor.ids().includes(machineId)) return { ok: false, message: `No machine ${String(machineId)} runs on this runner.` };
+  const input = consoleInput(request?.input);
+  if (typeof input === 'string') return { ok: false, message: input };
+  try {
+    return await hypervisor.input(machineId, input);
+  } catch (error) {
+    return { ok: false, message: (error as Error).message };
+  }
 }
 
 /**
@@ -34,26 +39,18 @@ export async function inputReply(hypervisor: SimulatedHypervisor, payload: unkno
  * console's inputs it takes `{ type: "click_label", label }`: the element with that label on the
  * screen now is clicked in its middle.
  */
-export async function machineInput(hypervisor: SimulatedHypervisor, machineId: string, input: unknown): Promise<{ frame: number }> {
-  const computer = hypervisor.computer(machineId);
-  if (!computer) throw new CommandError('no_such_machine', `No machine ${machineId} runs on this runner.`);
+export async function machineInput(hypervisor: Hypervisor, machineId: string, input: unknown): Promise<{ frame: number }> {
+  if (!hypervisor.ids().includes(machineId)) throw new CommandError('no_such_machine', `No machine ${machineId} runs on this runner.`);
   const value = input as { type?: unknown; label?: unknown } | null;
-  let action: DesktopAction | string;
-  if (value?.type === 'click_label') {
-    const element = computer.observe().observation?.elements?.find((candidate) => candidate.label === value.label);
-    if (!element) throw new CommandError('failed', `Nothing labelled "${String(value.label)}" is on the screen.`);
-    action = { type: 'click', ...centerOf(element.bounds) };
-  } else {
-    action = consoleAction(input);
-  }
-  if (typeof action === 'string') throw new CommandError('failed', action);
-  const result = await computer.act(action);
-  if (!result.ok) throw new CommandError('failed', result.error ?? 'The machine could not do that.');
-  return { frame: computer.frame };
+  const parsed: MachineInput | string = value?.type === 'click_label' ? { type: 'click_label', label: String(value.label) } : consoleInput(input);
+  if (typeof parsed === 'string') throw new CommandError('failed', parsed);
+  const outcome = await hypervisor.input(machineId, parsed);
+  if (!outcome.ok) throw new CommandError('failed', outcome.message);
+  return { frame: outcome.frame };
 }
 
-/** The desktop step a console input asks for, or why it is not one. */
-function consoleAction(input: unknown): DesktopAction | string {
+/** The console input asked for, or why it is not one. */
+function consoleInput(input: unknown): ConsoleInput | string {
   const value = input as (Partial<ConsoleInput> & Record<string, unknown>) | null;
   if (!value || typeof value !== 'object') return 'input must be an object: click, type or key.';
   switch (value.type) {

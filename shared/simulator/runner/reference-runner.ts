@@ -6,26 +6,25 @@ import { carryOutCommand } from './machine-commands';
 import { inputReply, screenReply } from './machine-console';
 import { RunnerProtocolEvents as Events, type CommandDone, type HelloReply, type RunnerCommand, type RunnerHello } from './runner-protocol';
 import { SimulatedHypervisor } from './simulated-hypervisor';
+import type { Hypervisor } from '../../runners/hypervisor';
 import { unreachableMessage } from '../../desktop/desktop-app-client';
 
 /**
- * The reference runner (`npx deskhand runner`, docs/reference-runner.md): it connects out to the service's
- * `/runners` namespace, says hello with what it has, heartbeats, and carries out the service's
- * commands on its simulated hypervisor, each once however often it is sent (docs/runners.md).
- * Every event becomes one JSON line, as the desktop client's do.
+ * The runner's protocol client (`npx deskhand runner`, docs/runners.md): it connects out to the
+ * service's `/runners` namespace, says hello with what its hypervisor has, heartbeats, and
+ * carries out the service's commands on its hypervisor, each once however often it is sent.
+ * The hypervisor is a provider of shared/runners/hypervisor.ts: by default the simulated one
+ * (the reference runner, docs/reference-runner.md), or one handed to it (the QEMU provider,
+ * runner/qemu/qemu-hypervisor.ts). Every event becomes one JSON line, as the desktop client's do.
  */
 
-export interface ReferenceRunnerOptions {
+/** What the protocol client needs, whichever provider makes its machines. */
+export interface RunnerClientOptions {
   token: string;
   baseUrl: string;
   name: string;
   slots: number;
   labels: string[];
-  images: string[];
-  dataDir: string;
-  bootMs: number;
-  /** How long destroying a machine takes (0 when left out), to test a runner lost while it destroys one. */
-  destroyMs?: number;
   /** The runner's version, reported in its hello. */
   version: string;
   /** Where the JSON lines go; stdout by default. */
@@ -36,6 +35,15 @@ export interface ReferenceRunnerOptions {
   reconnectDelayMs?: number;
   /** Told once, in words, when the service cannot be reached (as the desktop client's `onUnreachable`). */
   onUnreachable?: (message: string) => void;
+}
+
+/** The reference runner: the client with the simulated hypervisor, made from these options. */
+export interface ReferenceRunnerOptions extends RunnerClientOptions {
+  images: string[];
+  dataDir: string;
+  bootMs: number;
+  /** How long destroying a machine takes (0 when left out), to test a runner lost while it destroys one. */
+  destroyMs?: number;
   /**
    * Where machines connect as desktop apps (`/desktop`); `baseUrl` by default. Only code sets
    * it: tests that play the runner side of the service themselves but pair machines with a real one.
@@ -43,18 +51,20 @@ export interface ReferenceRunnerOptions {
   desktopBaseUrl?: string;
 }
 
+/** Makes the runner's hypervisor, given where its lines go. */
+export type HypervisorFactory<H extends Hypervisor> = (out: (line: object) => void) => H;
+
 /** Why the runner stopped. */
 export type RunnerEnd = { reason: 'stopped' } | { reason: 'refused'; code: string; message: string };
 
-export const RUNNER_PROVIDER = 'simulated';
 const HELLO_TIMEOUT_MS = 10_000;
 const DONE_TIMEOUT_MS = 30_000;
 
-export class ReferenceRunner {
+export class ReferenceRunner<H extends Hypervisor = SimulatedHypervisor> {
   /** Settles once, when the runner stops for good: stopped, or its hello refused. */
   readonly finished: Promise<RunnerEnd>;
-  readonly hypervisor: SimulatedHypervisor;
-  private readonly options: ReferenceRunnerOptions;
+  readonly hypervisor: H;
+  private readonly options: RunnerClientOptions;
   private readonly out: (line: object) => void;
   private readonly journal = new CommandJournal(1000);
   private socket: Socket | null = null;
@@ -67,21 +77,16 @@ export class ReferenceRunner {
   private stopping: Promise<void> | null = null;
   private resolveFinished!: (end: RunnerEnd) => void;
 
-  constructor(options: ReferenceRunnerOptions) {
+  /** The reference runner: its machines are the simulated hypervisor's, made from `options`. */
+  constructor(options: ReferenceRunnerOptions);
+  /** A runner whose machines are those of the hypervisor `provide` makes. */
+  constructor(options: RunnerClientOptions, provide: HypervisorFactory<H>);
+  constructor(options: RunnerClientOptions | ReferenceRunnerOptions, provide?: HypervisorFactory<H>) {
     this.options = options;
     this.out = options.out ?? ((line) => process.stdout.write(`${JSON.stringify(line)}\n`));
     this.retryDelay = options.reconnectDelayMs ?? 1000;
-    this.hypervisor = new SimulatedHypervisor({
-      baseUrl: options.desktopBaseUrl ?? options.baseUrl,
-      images: options.images,
-      slots: options.slots,
-      bootMs: options.bootMs,
-      destroyMs: options.destroyMs ?? 0,
-      store: new DiskStore(options.dataDir),
-      out: (line) => this.emitLine(line),
-      path: options.path,
-      reconnectDelayMs: options.reconnectDelayMs,
-    });
+    const out = (line: object): void => this.emitLine(line);
+    this.hypervisor = provide ? provide(out) : (simulatedHypervisor(options as ReferenceRunnerOptions, out) as Hypervisor as H);
     this.finished = new Promise((resolve) => (this.resolveFinished = resolve));
   }
 
@@ -115,14 +120,16 @@ export class ReferenceRunner {
       this.takeCommand(payload);
     });
     socket.on(Events.screen, (payload: unknown, ack?: unknown) => {
-      if (typeof ack === 'function') (ack as (reply: object) => void)(screenReply(this.hypervisor, payload));
+      void screenReply(this.hypervisor, payload).then((reply) => {
+        if (typeof ack === 'function') (ack as (reply: object) => void)(reply);
+      });
     });
     socket.on(Events.input, (payload: unknown, ack?: unknown) => {
       void inputReply(this.hypervisor, payload).then((reply) => {
         if (typeof ack === 'function') (ack as (reply: object) => void)(reply);
       });
     });
-    this.emitLine({ event: 'connecting', base_url: this.options.baseUrl, name: this.options.name, slots: this.options.slots, images: this.options.images });
+    this.emitLine({ event: 'connecting', base_url: this.options.baseUrl, name: this.options.name, slots: this.options.slots, images: this.hypervisor.images(), provider: this.hypervisor.provider });
     socket.connect();
   }
 
@@ -137,6 +144,7 @@ export class ReferenceRunner {
       const machines = this.hypervisor.ids();
       await this.hypervisor.destroyAll();
       for (const machine_id of machines) this.emitLine({ event: 'destroyed', machine_id, reason: 'runner stopped' });
+      await this.hypervisor.close().catch((error: unknown) => this.emitLine({ event: 'close_failed', message: (error as Error).message }));
       this.end({ reason: 'stopped' });
     })();
     return this.stopping;
@@ -146,11 +154,11 @@ export class ReferenceRunner {
     const machines = this.hypervisor.ids();
     return {
       token: this.options.token,
-      provider: RUNNER_PROVIDER,
+      provider: this.hypervisor.provider,
       version: this.options.version,
       labels: this.options.labels,
       slots: this.options.slots,
-      images: this.options.images,
+      images: [...this.hypervisor.images()],
       busy: machines.length,
       machines,
     };
@@ -186,7 +194,11 @@ export class ReferenceRunner {
   private refused(code: string, message: string): void {
     this.emitLine({ event: 'hello', ok: false, code, message });
     // Marked as stopping at once, so the service's hang-up that follows is not retried.
-    this.stopping ??= this.hypervisor.destroyAll().then(() => this.end({ reason: 'refused', code, message }));
+    this.stopping ??= this.hypervisor
+      .destroyAll()
+      .then(() => this.hypervisor.close())
+      .catch(() => undefined)
+      .then(() => this.end({ reason: 'refused', code, message }));
   }
 
   private startHeartbeat(socket: Socket, everyMs: number): void {
@@ -270,4 +282,19 @@ export class ReferenceRunner {
       // A broken stdout (a closed pipe) must not take the machines down with it.
     }
   }
+}
+
+/** The reference runner's simulated hypervisor, from its options. */
+function simulatedHypervisor(options: ReferenceRunnerOptions, out: (line: object) => void): SimulatedHypervisor {
+  return new SimulatedHypervisor({
+    baseUrl: options.desktopBaseUrl ?? options.baseUrl,
+    images: options.images,
+    slots: options.slots,
+    bootMs: options.bootMs,
+    destroyMs: options.destroyMs ?? 0,
+    store: new DiskStore(options.dataDir),
+    out,
+    path: options.path,
+    reconnectDelayMs: options.reconnectDelayMs,
+  });
 }

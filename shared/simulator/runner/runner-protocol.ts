@@ -5,6 +5,7 @@
  */
 
 export { RunnerEvents as RunnerProtocolEvents } from '../../runners/runner-events';
+import type { CommandErrorCode } from '../../runners/hypervisor';
 
 export interface RunnerHello {
   token: string;
@@ -31,31 +32,11 @@ export interface RunnerCommand {
   args?: Record<string, unknown>;
 }
 
-/** A disk to make a machine from or to save one as: an image, or a saved start state version of one. */
-export interface DiskRef {
-  image: string;
-  state?: string;
-  version?: number;
-}
-
-export type CommandErrorCode = 'no_such_machine' | 'no_such_disk' | 'no_such_image' | 'boot_failed' | 'timeout' | 'failed';
+export { CommandError, type CommandErrorCode, type DiskRef } from '../../runners/hypervisor';
 
 export type CommandDone =
   | { command_id: string; ok: true; result: Record<string, unknown> }
   | { command_id: string; ok: false; error: { code: CommandErrorCode; message: string }; result?: Record<string, unknown> };
-
-/** A command that could not be carried out, with the code the service reads. */
-export class CommandError extends Error {
-  constructor(
-    readonly code: CommandErrorCode,
-    message: string,
-    /** What the command still has to say (a timed-out script's output so far). */
-    readonly result?: Record<string, unknown>,
-  ) {
-    super(message);
-    this.name = 'CommandError';
-  }
-}
 
 /** Console input, as `runner:input` carries it. */
 export type ConsoleInput = { type: 'click'; x: number; y: number } | { type: 'type'; text: string } | { type: 'key'; keys: string };

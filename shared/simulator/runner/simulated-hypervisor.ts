@@ -1,15 +1,27 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { osOfImage } from '../../desktop/os';
+import type { DesktopAction } from '../../desktop/protocol';
+import {
+  CommandError,
+  type DiskRef,
+  type Hypervisor,
+  type InputOutcome,
+  type MachineInput,
+  type MachineScreen,
+  type MakeRequest,
+  type ScriptOutcome,
+  type ScriptRequest,
+  type StateDiskRef,
+} from '../../runners/hypervisor';
 import { DesktopClient } from '../desktop-client';
 import { MachineDisk } from '../machine-disk';
-import { SimulatedComputer } from '../simulated-computer';
+import { centerOf, SimulatedComputer } from '../simulated-computer';
 import { DiskStore } from './disk-store';
-import { CommandError, type DiskRef } from './runner-protocol';
 
 /**
- * The reference runner's simulated hypervisor: its machines are simulated computers with a
- * disk, each connected to the service's `/desktop` namespace as a desktop app (the reference
- * desktop client), so that tasks on them run exactly as on a person's computer.
+ * The reference runner's simulated hypervisor (provider `simulated`, a `Hypervisor` of
+ * shared/runners/hypervisor.ts): its machines are simulated computers with a disk, each
+ * connected to the service's `/desktop` namespace as a desktop app (the reference desktop
+ * client), so that tasks on them run exactly as on a person's computer.
  */
 
 export interface HypervisorOptions {
@@ -43,10 +55,15 @@ interface Machine {
   ready: boolean;
 }
 
-export class SimulatedHypervisor {
+export class SimulatedHypervisor implements Hypervisor {
+  readonly provider = 'simulated';
   private readonly machines = new Map<string, Machine>();
 
   constructor(private readonly options: HypervisorOptions) {}
+
+  images(): readonly string[] {
+    return this.options.images;
+  }
 
   /** The machines it runs now (booting ones too), by id. */
   ids(): string[] {
@@ -62,14 +79,10 @@ export class SimulatedHypervisor {
    * Boots a machine from a disk and connects it to the service with the pairing code; resolves
    * once the service accepted its hello.
    */
-  async make(machineId: string, args: Record<string, unknown>): Promise<Record<string, never>> {
+  async make(machineId: string, { disk, code, os }: MakeRequest): Promise<void> {
     if (this.machines.has(machineId)) throw new CommandError('failed', `Machine ${machineId} already runs on this runner.`);
-    const disk = asDiskRef(args.disk);
-    const code = (args.session as { code?: unknown } | undefined)?.code;
-    if (typeof code !== 'string' || !code) throw new CommandError('failed', 'machine.make needs session.code, the pairing code.');
     if (!this.options.images.includes(disk.image)) throw new CommandError('no_such_image', `This runner has no image "${disk.image}"; it has ${this.options.images.join(', ')}.`);
-    // The one image → OS rule (shared/desktop/os.ts); the simulator can be a Mac or a Windows PC.
-    const os = args.os ?? osOfImage(disk.image);
+    // The simulator can be a Mac or a Windows PC (the OS comes from the image: shared/desktop/os.ts).
     if (os !== 'mac' && os !== 'windows') throw new CommandError('failed', `This runner simulates mac or windows computers, not ${String(os)} (image "${disk.image}").`);
     const loaded = await this.loadDisk(disk);
     await loaded.ready();
@@ -108,7 +121,6 @@ export class SimulatedHypervisor {
       });
       await machine.client.start();
       machine.ready = true;
-      return {};
     } catch (error) {
       await machine.client?.close();
       if (this.machines.get(machineId) === machine) this.machines.delete(machineId);
@@ -118,22 +130,14 @@ export class SimulatedHypervisor {
     }
   }
 
-  async run(machineId: string, args: Record<string, unknown>): Promise<{ exit_code: number; output: string; stdout: string; stderr: string }> {
+  async run(machineId: string, { script, timeoutMs }: ScriptRequest): Promise<ScriptOutcome> {
     const machine = this.running(machineId);
-    const script = args.script;
-    const timeoutMs = args.timeout_ms;
-    if (typeof script !== 'string') throw new CommandError('failed', 'machine.run needs script, a string.');
-    if (!(Number.isSafeInteger(timeoutMs) && (timeoutMs as number) > 0)) throw new CommandError('failed', 'machine.run needs timeout_ms, a whole number above 0.');
-    const { exit_code, output, stdout, stderr, timed_out } = await machine.computer.runScript(script, { timeoutMs: timeoutMs as number });
-    if (timed_out) throw new CommandError('timeout', `The script ran past its ${timeoutMs as number} ms.`, { exit_code, output, stdout, stderr });
-    return { exit_code, output, stdout, stderr };
+    const { exit_code, output, stdout, stderr, timed_out } = await machine.computer.runScript(script, { timeoutMs });
+    return { exit_code, output, stdout, stderr, timed_out };
   }
 
-  async save(machineId: string, args: Record<string, unknown>): Promise<{ bytes: number }> {
+  async save(machineId: string, disk: StateDiskRef): Promise<{ bytes: number }> {
     const machine = this.running(machineId);
-    const disk = asDiskRef(args.disk);
-    const invalid = DiskStore.invalid(disk.state, disk.version);
-    if (invalid || disk.state === undefined || disk.version === undefined) throw new CommandError('failed', invalid ?? 'machine.save needs a state disk: image, state and version.');
     const snapshot = await machine.computer.saveDisk();
     const bytes = await this.options.store.save(disk.state, disk.version, { image: disk.image, saved_at: new Date().toISOString(), disk: snapshot });
     return { bytes };
@@ -154,15 +158,39 @@ export class SimulatedHypervisor {
     return { existed: true };
   }
 
-  async deleteDisk(args: Record<string, unknown>): Promise<Record<string, never>> {
-    const invalid = DiskStore.invalid(args.state);
-    if (invalid) throw new CommandError('failed', invalid);
-    await this.options.store.deleteState(args.state as string);
-    return {};
+  async deleteState(state: string): Promise<void> {
+    await this.options.store.deleteState(state);
+  }
+
+  async screen(machineId: string): Promise<MachineScreen | null> {
+    const computer = this.computer(machineId);
+    if (!computer) return null;
+    const { screenshot } = computer.observe();
+    return { frame: computer.frame, width: computer.device.width, height: computer.device.height, png: screenshot };
+  }
+
+  /** A click, text or keys as the person at the machine; `click_label` clicks the middle of the element with that label on the screen now. */
+  async input(machineId: string, input: MachineInput): Promise<InputOutcome> {
+    const computer = this.computer(machineId);
+    if (!computer) throw new CommandError('no_such_machine', `No machine ${machineId} runs on this runner.`);
+    let action: DesktopAction;
+    if (input.type === 'click_label') {
+      const element = computer.observe().observation?.elements?.find((candidate) => candidate.label === input.label);
+      if (!element) return { ok: false, message: `Nothing labelled "${input.label}" is on the screen.`, frame: computer.frame };
+      action = { type: 'click', ...centerOf(element.bounds) };
+    } else {
+      action = input;
+    }
+    const result = await computer.act(action);
+    return result.ok ? { ok: true, frame: computer.frame } : { ok: false, message: result.error ?? 'The machine could not do that.', frame: computer.frame };
   }
 
   async destroyAll(): Promise<void> {
     await Promise.all(this.ids().map((id) => this.destroy(id)));
+  }
+
+  async close(): Promise<void> {
+    // Nothing beyond its machines.
   }
 
   private running(machineId: string): Machine {
@@ -179,11 +207,4 @@ export class SimulatedHypervisor {
     if (!saved) throw new CommandError('no_such_disk', `This runner keeps no version ${ref.version} of ${ref.state}.`);
     return MachineDisk.fromSnapshot(saved.disk);
   }
-}
-
-
-function asDiskRef(value: unknown): DiskRef {
-  const disk = value as Partial<DiskRef> | null | undefined;
-  if (!disk || typeof disk !== 'object' || typeof disk.image !== 'string' || !disk.image) throw new CommandError('failed', 'A disk needs an image, e.g. { "image": "macos-15" }.');
-  return { image: disk.image, ...(disk.state !== undefined ? { state: disk.state } : {}), ...(disk.version !== undefined ? { version: disk.version } : {}) };
 }

@@ -9,10 +9,16 @@ import { parseAptSources, hostDebianMirror } from '../../../runner/qemu/host-apt
 import { imageKey, recipeDir, recipePackages } from '../../../runner/qemu/image-builder';
 import { kernelAppend, qemuArgs, type MachineHardware } from '../../../runner/qemu/qemu-args';
 import { QmpClient, QmpError } from '../../../runner/qemu/qmp';
+import { comboQcodes, qemuInput } from '../../../runner/qemu/qemu-console';
+import { checkoutDir, dependencyDirs } from '../../../runner/qemu/app-disk';
+import { parseGuestControl } from '../../../desktop/src/guest-control';
+import { Command } from 'commander';
+import { registerRunnerCommand } from '../../../bin/runner.command';
 
 // The QEMU provider's parts that need no QEMU: QMP and the guest agent against stand-in servers
 // on unix sockets that answer as QEMU and qemu-ga do, the command line, the apt sources, the
-// image key.
+// image key, the console's input as QEMU events, the guest app's control file, the app disk's
+// packages, and the runner command's provider options.
 
 type Reply = (message: Record<string, unknown>, socket: net.Socket) => void;
 
@@ -160,6 +166,68 @@ describe('QEMU provider parts: QMP, the guest agent, the command line', () => {
       expect(imageKey(recipeDir(), 'v20.20.2')).to.equal(key);
       expect(imageKey(recipeDir(), 'v22.0.0')).to.not.equal(key);
       expect(recipePackages()).to.include.members(['linux-image-amd64', 'qemu-guest-agent', 'openbox', 'xterm', 'mousepad', 'chromium', 'at-spi2-core']);
+    });
+  });
+
+  describe('the console\'s input as QEMU events', () => {
+    it('clicks at a point of the 1280×800 screen on the tablet\'s absolute axes, and refuses one off the screen', () => {
+      const click = qemuInput({ type: 'click', x: 1279, y: 400 }) as { pointer: Array<Array<{ type: string; data: Record<string, unknown> }>> };
+      expect(click.pointer[0]).to.deep.equal([{ type: 'abs', data: { axis: 'x', value: 0x7fff } }, { type: 'abs', data: { axis: 'y', value: Math.round((400 * 0x7fff) / 799) } }]);
+      expect(click.pointer.slice(1).map((batch) => batch[0].data.down)).to.deep.equal([true, false]);
+      expect(qemuInput({ type: 'click', x: 1280, y: 10 })).to.be.a('string').that.contains('off the');
+    });
+
+    it('types US-keyboard characters as key chords (Shift for capitals and symbols, Return for a line break), and refuses others', () => {
+      expect(qemuInput({ type: 'type', text: 'aZ ~/x\n' })).to.deep.equal({ chords: [['a'], ['shift', 'z'], ['spc'], ['shift', 'grave_accent'], ['slash'], ['x'], ['ret']] });
+      expect(qemuInput({ type: 'type', text: 'café' })).to.be.a('string').that.contains('"é"');
+    });
+
+    it('presses combos as Linux does: cmd is Ctrl, the system key Super; an unknown key is refused', () => {
+      expect(comboQcodes('cmd+s')).to.deep.equal({ modifiers: ['ctrl'], key: 's' });
+      expect(comboQcodes('ctrl+shift+T')).to.deep.equal({ modifiers: ['ctrl', 'shift'], key: 't' });
+      expect(comboQcodes('super')).to.deep.equal({ modifiers: [], key: 'meta_l' });
+      expect(comboQcodes('Return')).to.deep.equal({ modifiers: [], key: 'ret' });
+      expect(comboQcodes('ctrl+launchpad')).to.be.a('string').that.contains('Unknown key');
+      expect(qemuInput({ type: 'click_label', label: 'Notes' })).to.be.a('string').that.contains('by position');
+    });
+  });
+
+  describe('the guest app\'s control file', () => {
+    it('reads a pair with its code and base URL, and a reset; a half-written file is not yet one', () => {
+      expect(parseGuestControl('{"id":"a1","action":"pair","code":"ABCD-EFGH","base_url":"http://10.0.2.2:8080","name":"mc_1"}')).to.deep.equal({ id: 'a1', action: 'pair', code: 'ABCD-EFGH', base_url: 'http://10.0.2.2:8080', name: 'mc_1' });
+      expect(parseGuestControl('{"id":"a2","action":"reset"}')).to.deep.equal({ id: 'a2', action: 'reset' });
+      expect(parseGuestControl('{"id":"a3","act')).to.equal('not JSON (yet)');
+      expect(parseGuestControl('{"id":"a4","action":"pair","code":"X"}')).to.be.a('string');
+    });
+  });
+
+  describe('the app disk', () => {
+    it('takes the desktop package\'s dependencies and theirs from the checkout, the canvas\'s platform binary among them', () => {
+      const checkout = checkoutDir();
+      const dirs = dependencyDirs(['@jellybrick/dbus-next', '@napi-rs/canvas', 'socket.io-client', 'x11'], path.join(checkout, 'desktop'), checkout).map((dir) => path.relative(path.join(checkout, 'node_modules'), dir));
+      expect(dirs).to.include.members(['@jellybrick/dbus-next', '@napi-rs/canvas', '@napi-rs/canvas-linux-x64-gnu', 'socket.io-client', 'engine.io-client', 'x11']);
+      expect(dirs.some((dir) => dir.startsWith('..'))).to.equal(false);
+    });
+  });
+
+  describe('deskhand runner --provider', () => {
+    async function parse(args: string[]): Promise<{ code?: string; message?: string }> {
+      const program = new Command().exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+      registerRunnerCommand(program, { out: () => undefined, signals: { once: () => undefined, off: () => undefined } as never });
+      try {
+        await program.parseAsync(['runner', '--token', 'dhr_x', ...args], { from: 'user' });
+        return {};
+      } catch (error) {
+        return { code: (error as { code?: string }).code, message: (error as Error).message };
+      }
+    }
+
+    it('refuses an option of the other provider, an unknown provider or accelerator, and memory out of bounds, before anything starts', async () => {
+      expect(await parse(['--provider', 'qemu', '--images', 'macos-15'])).to.deep.include({ code: 'deskhand.providerOption' });
+      expect(await parse(['--memory', '2048'])).to.deep.include({ code: 'deskhand.providerOption' });
+      expect((await parse(['--provider', 'vmware'])).code).to.equal('commander.invalidArgument');
+      expect((await parse(['--provider', 'qemu', '--accel', 'hvf'])).code).to.equal('commander.invalidArgument');
+      expect((await parse(['--provider', 'qemu', '--memory', '64'])).message).to.contain('--memory takes a whole number from 256');
     });
   });
 });
