@@ -105,7 +105,7 @@ describe('the CLI as an operator installs it (npm pack, npm install -g, deskhand
     const installed = path.join(scratch, 'prefix', 'lib', 'node_modules', 'deskhand');
     const { stdout } = await run('find', ['.', '-maxdepth', '1', '-not', '-name', '.'], { cwd: installed });
     const top = stdout.trim().split('\n').map((entry) => entry.slice(2)).sort();
-    expect(top).to.deep.equal(['Procfile', 'README.md', 'api', 'bin', 'docs', 'migrations', 'node_modules', 'package.json', 'shared', 'tsconfig.json', 'workers']);
+    expect(top).to.deep.equal(['Procfile', 'README.md', 'api', 'bin', 'docs', 'migrations', 'node_modules', 'package.json', 'runner', 'shared', 'tsconfig.json', 'workers']);
   });
 
   it('runs deskhand --version and --help from a folder outside the checkout', async () => {

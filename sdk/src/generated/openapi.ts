@@ -2850,7 +2850,7 @@ export interface components {
             status: "waiting" | "connected" | "disconnected" | "expired";
             /** @description Null until a computer has connected. */
             device: {
-                /** @description mac or windows (others may follow). */
+                /** @description mac, windows or linux. */
                 os: string;
                 name: string;
                 width: number;
