@@ -130,7 +130,11 @@ describe('Linux desktop guardrails and the person\'s window end to end (real X11
 
   /** A control of the person's window by its label, once the window shows it. */
   async function control(label: string): Promise<{ x: number; y: number }> {
-    const found = await until(() => app.personWindow!.elements().find((element) => element.label === label), `"${label}" in the person's window`, 15_000);
+    // Read once everything shown so far is drawn: the window lays itself out again as items come and go.
+    const found = await until(async () => {
+      await app.personWindow!.flush();
+      return app.personWindow!.elements().find((element) => element.label === label);
+    }, `"${label}" in the person's window`, 15_000);
     return { x: Math.round(found.bounds.x + found.bounds.width / 2), y: Math.round(found.bounds.y + found.bounds.height / 2) };
   }
 
@@ -210,6 +214,11 @@ describe('Linux desktop guardrails and the person\'s window end to end (real X11
   it('stops the task when the person presses Stop', async () => {
     const taskId = await start(['sleep 60', DONE]);
     await follow(service, key, taskId, (task) => task.status === 'running', 30_000);
+    // This task's banner, not the last one's: its Stop names this task.
+    await until(() => {
+      const banner = app.client.view().banner;
+      return banner?.task_id === taskId && banner.running;
+    }, 'the banner of this task in the person\'s window', 15_000);
     await personClicks('Stop');
     const { task } = await follow(service, key, taskId, undefined, 30_000);
     expect(task.status).to.equal('stopped');

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import pg from 'pg';
+import path from 'node:path';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { deskhand } from '../support/cli';
 import { testEnv } from '../support/environment';
@@ -20,7 +21,7 @@ import {
 
 /**
  * Deskhand on several hosts (issue 41): test hosts are network namespaces on a bridge
- * (test/support/test-hosts.ts), each process with its own loopback and its own /tmp.
+ * (test/support/test-hosts.ts), each process with its own loopback and its own temporary folder (TMPDIR).
  *
  *   10.77.0.1   the root namespace: PostgreSQL (127.0.0.1 only), PgBouncer (transaction mode) on
  *               the bridge's address, the fronts (the load balancer desktops and runners use),
@@ -206,8 +207,8 @@ describe('Deskhand on several hosts: process types apart, a host cut off mid-tas
       const created = await webA.api(key, 'POST', '/v1/runners', { name: `${lab} rack` });
       expect(created.status, JSON.stringify(created.body)).to.equal(200);
       runnerIds[lab] = created.body.runner_id;
-      // Its data folder is in the runner's own /tmp, on its host.
-      hosts[lab]!.run('runner', [process.execPath, 'bin/deskhand.js', 'runner', '--token', created.body.token, '--base-url', front, '--data-dir', '/tmp/runner', '--name', `${lab} rack`, '--slots', '1', '--images', 'macos-15'], {
+      // Its data folder is in the runner's own temporary folder, on its host.
+      hosts[lab]!.run('runner', [process.execPath, 'bin/deskhand.js', 'runner', '--token', created.body.token, '--base-url', front, '--data-dir', path.join(hosts[lab]!.tmp, 'runner'), '--name', `${lab} rack`, '--slots', '1', '--images', 'macos-15'], {
         env: testEnv(),
       });
     }
@@ -249,7 +250,7 @@ describe('Deskhand on several hosts: process types apart, a host cut off mid-tas
     expect(saving.status, JSON.stringify(saving.body)).to.equal(200);
     await waitFor(async () => (await webA.api(key, 'GET', `/v1/start_states/${made.body.start_state_id}`)).body.status === 'ready', 20_000, 'the state saved');
 
-    // The saved disk is in one runner's own /tmp, on its host: the try must go there.
+    // The saved disk is in one runner's own temporary folder, on its host: the try must go there.
     const cases = await webB.api(key, 'POST', '/v1/test_cases/batch', {
       cases: [{ key: 'kept', name: 'starts from the saved note', prompt: 'done "Kept"', start_state: made.body.start_state_id, success: { check_script: 'grep -q hello $HOME/Documents/Untitled.txt' } }],
     });

@@ -138,15 +138,23 @@ export class TestHost {
     private readonly link: string,
   ) {}
 
+  /** The host's temporary folder (`TMPDIR` of its processes); a tmpfs of each process's own inside. */
+  get tmp(): string {
+    return path.join(tmpdir(), `${this.netns}-tmp`);
+  }
+
   /**
-   * Starts `argv` on this host, with a `/tmp` of its own, the repository as its working folder.
-   * Its output is kept (and copied to this process's stderr with `TEST_CHILD_LOGS=1`).
+   * Starts `argv` on this host, with a temporary folder of its own (`TMPDIR`: a tmpfs mounted in
+   * the process's own mount namespace, which `ip netns exec` makes; not over `/tmp` itself, where
+   * the checkout under test may live), the repository as its working folder. Its output is kept
+   * (and copied to this process's stderr with `TEST_CHILD_LOGS=1`).
    */
   run(name: string, argv: string[], options: RunOptions = {}): HostProcess {
+    fs.mkdirSync(this.tmp, { recursive: true });
     const child = spawn(
       'ip',
-      ['netns', 'exec', this.netns, 'sh', '-c', 'mount -t tmpfs -o mode=1777,size=512m dhsh-tmp /tmp && exec "$@"', name, ...argv],
-      { cwd: REPO, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])] },
+      ['netns', 'exec', this.netns, 'sh', '-c', 'mount -t tmpfs -o mode=1777,size=512m dhsh-tmp "$TMPDIR" && exec "$@"', name, ...argv],
+      { cwd: REPO, env: { ...process.env, ...options.env, TMPDIR: this.tmp }, stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])] },
     );
     let output = '';
     let partial = '';
@@ -266,6 +274,7 @@ export class TestNetwork {
     for (const host of this.hosts) {
       await quietly(host.killAll());
       await quietly(ip('netns', 'del', host.netns));
+      fs.rmSync(host.tmp, { recursive: true, force: true });
     }
     // A veth goes with its namespace; one left half-made does not.
     const links = (await ip('-o', 'link', 'show').catch(() => '')).split('\n').map((line) => /^\d+:\s+([^:@\s]+)/.exec(line)?.[1]).filter((name): name is string => !!name?.startsWith(`${PREFIX}-${this.tag}-`));
