@@ -336,8 +336,8 @@ export async function startRedisClusterOn(host: TestHost): Promise<HostRedisClus
   const nodes = ports.map((port) =>
     host.run(`redis-${port}`, [
       'redis-server', '--port', String(port), '--bind', host.address, '--protected-mode', 'no', '--cluster-enabled', 'yes',
-      '--cluster-announce-ip', host.address, '--cluster-config-file', `/tmp/nodes-${port}.conf`, '--cluster-node-timeout', '2000',
-      '--dir', '/tmp', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--repl-diskless-sync-delay', '0',
+      '--cluster-announce-ip', host.address, '--cluster-config-file', path.join(host.tmp, `nodes-${port}.conf`), '--cluster-node-timeout', '2000',
+      '--dir', host.tmp, '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--repl-diskless-sync-delay', '0',
     ]),
   );
   const close = async () => {
