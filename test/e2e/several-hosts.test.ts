@@ -103,7 +103,15 @@ describe('Deskhand on several hosts: process types apart, a host cut off mid-tas
     for (const { label, octet } of [...HOST_LAYOUT, { label: 'redis', octet: 10 }, { label: 'hooks', octet: 20 }, { label: 'lab-a', octet: 21 }, { label: 'lab-b', octet: 22 }]) {
       hosts[label] = await network.addHost(label, octet);
     }
-    [cluster, bouncer, receiver] = await Promise.all([startRedisClusterOn(hosts.redis!), startPgBouncerOnGateway(network), startReceiverOn(hosts.hooks!)]);
+    // Each kept as it starts, so that the teardown ends those that did when another fails.
+    await Promise.all([
+      startRedisClusterOn(hosts.redis!).then((started) => (cluster = started)),
+      startPgBouncerOnGateway(network).then((started) => (bouncer = started)),
+      startReceiverOn(hosts.hooks!).then((started) => (receiver = started)),
+    ].map((starting) => starting.then(() => undefined, (error: unknown) => error))).then((errors) => {
+      const failed = errors.find((error) => error !== undefined);
+      if (failed !== undefined) throw failed;
+    });
     db = new pg.Pool({ connectionString: testEnv().DATABASE_URL, max: 2 });
     // The run's teardown drops the database with its connections: an idle one must not throw.
     db.on('error', () => undefined);
@@ -116,11 +124,11 @@ describe('Deskhand on several hosts: process types apart, a host cut off mid-tas
     webB = webAt(`http://${hosts['web-b']!.address}:${WEB_PORT}`);
 
     serviceEnv = {
-      DESKHAND_REDIS_CLUSTER_NODES: cluster.seeds,
+      DESKHAND_REDIS_CLUSTER_NODES: cluster!.seeds,
       // The test world's REDIS_URL (127.0.0.1:6379) stays set: on these hosts it points at
       // nothing, so a Redis user that ignored the cluster would fail.
       DESKHAND_REDIS_PREFIX: `hosts-${process.pid.toString(36)}`,
-      DATABASE_URL: bouncer.through(testEnv().DATABASE_URL!),
+      DATABASE_URL: bouncer!.through(testEnv().DATABASE_URL!),
       DESKHAND_DATABASE_POOLER: 'transaction',
       DESKHAND_SCRIPTED_MODELS: '1',
       DESKHAND_ALLOW_PRIVATE_URLS: '1',
