@@ -6,6 +6,7 @@ import { createKnex, migrateLatest } from '../shared/db/knex';
 import { loadConfig } from '../shared/config';
 import { benchServers, PROJECT_ROOT, procfileNodeFlags } from './support/processes';
 import { dropRedisPrefix } from './support/redis-prefix';
+import { qemuOfRunner as qemuOf } from '../test/support/qemu-processes';
 
 /**
  * `npm run bench -- qemu`: real machines of the QEMU provider (docs/runners.md, "The QEMU
@@ -45,8 +46,6 @@ const STEPS = Number(process.env.BENCH_STEPS ?? 12);
 /** Steps at the start of each task left out of the figures (the first screens of a new machine). */
 const STEPS_WARM_UP = 2;
 const TARGET_P50_MS = 3000;
-/** Where the QEMU runner keeps its machines' folders (runner/qemu/qemu-provider.ts). */
-const RUN_ROOT = '/tmp/deskhand-qemu';
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((sorted.length * p) / 100) - 1)] ?? NaN;
 const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
@@ -259,21 +258,6 @@ async function stopRunner(runner: RunnerProcess): Promise<void> {
   });
 }
 
-/** The QEMU processes of a runner process (their command lines name its machines' folder), from /proc. */
-function qemuOf(runnerPid: number): number[] {
-  const folder = `${RUN_ROOT}/${runnerPid}/`;
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes('qemu-system') && cmdline.includes(folder)) pids.push(Number(entry));
-    } catch {
-      // Ended meanwhile.
-    }
-  }
-  return pids;
-}
 
 /**
  * One machine from the state's latest version, through the whole path: `POST /v1/start_states`

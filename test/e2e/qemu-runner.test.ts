@@ -6,6 +6,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { testEnv } from '../support/environment';
 import { startTestService, waitFor, type TestService } from '../support/service';
+import { qemuOfRunner as qemuOf } from '../support/qemu-processes';
 
 /**
  * `npx deskhand runner --provider qemu` as a process, against the whole service in this process
@@ -17,8 +18,6 @@ import { startTestService, waitFor, type TestService } from '../support/service'
  */
 const bin = path.join(__dirname, '..', '..', 'bin', 'deskhand.js');
 const ENV = { DESKHAND_SCRIPTED_MODELS: '1', DESKHAND_RUNNER_HEARTBEAT_MS: '300', DESKHAND_RUNNER_OFFLINE_AFTER_MS: '1500' };
-/** Where the runner process keeps its machines' folders (runner/qemu/qemu-provider.ts). */
-const RUN_ROOT = '/tmp/deskhand-qemu';
 
 interface RunnerProcess {
   child: ChildProcessWithoutNullStreams;
@@ -27,21 +26,6 @@ interface RunnerProcess {
   stderr(): string;
 }
 
-/** The QEMU processes of a runner process (their command lines name its machines' folder), from /proc. */
-function qemuOf(runnerPid: number): number[] {
-  const folder = `${RUN_ROOT}/${runnerPid}/`;
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes('qemu-system') && cmdline.includes(folder)) pids.push(Number(entry));
-    } catch {
-      // Ended meanwhile.
-    }
-  }
-  return pids;
-}
 
 const percentile = (values: number[], p: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)];
 

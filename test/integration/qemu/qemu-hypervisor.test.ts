@@ -9,6 +9,7 @@ import { backingChain, MAX_CHAIN } from '../../../runner/qemu/disk-versions';
 import type { QemuHypervisor } from '../../../runner/qemu/qemu-hypervisor';
 import { prepareQemuProvider } from '../../../runner/qemu/qemu-provider';
 import { startTestService, waitFor, type TestService } from '../../support/service';
+import { qemuProcessesIn } from '../../support/qemu-processes';
 
 // The QEMU provider behind the hypervisor interface, in this process, against a real Deskhand
 // service (web only): machines restored from the image's running snapshot with the desktop app
@@ -18,20 +19,6 @@ import { startTestService, waitFor, type TestService } from '../../support/servi
 
 const MEMORY_MB = 1024;
 
-/** The QEMU processes whose command line names `dir`, from /proc. */
-function qemuProcessesIn(dir: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes('qemu-system') && cmdline.includes(dir)) pids.push(Number(entry));
-    } catch {
-      // Ended meanwhile.
-    }
-  }
-  return pids;
-}
 
 const percentile = (values: number[], p: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)];
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +13,7 @@ import { defaultImageDir, ensureImage, type BuiltImage } from '../../../runner/q
 import type { QemuMachine } from '../../../runner/qemu/qemu-machine';
 import { QemuProcesses } from '../../../runner/qemu/qemu-process';
 import { ensureSnapshot, restoreMachine, type RestoreTimings, type Snapshot } from '../../../runner/qemu/qemu-snapshot';
+import { qemuProcessesIn } from '../../support/qemu-processes';
 
 // The QEMU provider's first slice with real processes: the debian-12 image (built on the first
 // run, which takes minutes, then taken from ~/.cache/deskhand/images), its running snapshot (a
@@ -21,20 +22,6 @@ import { ensureSnapshot, restoreMachine, type RestoreTimings, type Snapshot } fr
 
 const MEMORY_MB = 1024;
 
-/** The QEMU processes whose command line names `dir` (this run's machines), from /proc. */
-function qemuProcessesIn(dir: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes('qemu-system') && cmdline.includes(dir)) pids.push(Number(entry));
-    } catch {
-      // Ended meanwhile.
-    }
-  }
-  return pids;
-}
 
 async function until<T>(condition: () => T | Promise<T>, what: string, timeoutMs: number): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
