@@ -60,6 +60,21 @@ describe('signing in to the console in a browser (Chromium)', function () {
     await context.close();
   });
 
+  it('a long email address and org name wrap in the header at 390 px instead of scrolling the page sideways', async () => {
+    const { orgId: longOrg } = await service.newOrg('Northern Hemisphere Logistics and Warehousing Cooperative');
+    const person = await addMember(service, longOrg, 'member', 'margaret.wollstonecraft-whitmore@operations.example-company.com');
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const page = await context.newPage();
+    await signInWithLink(page, person.signInUrl);
+    for (const pathname of ['/console/account', '/console/tasks', '/console/start-states']) {
+      await page.goto(`${service.baseUrl}${pathname}`);
+      expect(await page.getByTestId('who').textContent()).to.equal(person.email);
+      const width = await page.evaluate<number>('document.documentElement.scrollWidth');
+      expect(width, `no sideways scrolling at 390 px on ${pathname}`).to.be.at.most(390);
+    }
+    await context.close();
+  });
+
   it('a page that does not exist answers a not-found page in the console\'s layout', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
