@@ -20,7 +20,9 @@ export async function startWorkers(runtime: WorkerRuntime, wirings: QueueWirings
 /** A worker whose companion (the clock's Redis watch, worker-evals' deadline look) stops with it; closing waits for both. */
 function withAlongside(worker: RunningWorker, alongside: { stop(): void | Promise<void> }): RunningWorker {
   return {
-    worker: worker.worker,
+    get worker() {
+      return worker.worker;
+    },
     close: async () => {
       await Promise.all([alongside.stop(), worker.close()]);
     },

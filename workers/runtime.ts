@@ -1,6 +1,6 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config';
-import { createRedis, isCluster } from '../shared/redis';
+import { createRedis, isCluster, type Redis } from '../shared/redis';
 import type { Logger } from '../shared/logger';
 import { JOBS, type QueueName } from '../shared/queues/catalog';
 import { assertJobPayload, queuePrefix } from '../shared/queues/job-queues';
@@ -22,7 +22,7 @@ export interface JobHelpers {
 
 /** What any queue's worker needs from its process: where Redis is, the queue settings, a logger. */
 export interface WorkerRuntime {
-  config: Pick<Readonly<Config>, 'redisUrl' | 'redisClusterNodes' | 'redisPrefix' | 'workerLockDurationMs' | 'workerStalledIntervalMs'>;
+  config: Pick<Readonly<Config>, 'redisUrl' | 'redisClusterNodes' | 'redisPrefix' | 'redisCommandTimeoutMs' | 'workerLockDurationMs' | 'workerStalledIntervalMs'>;
   logger: Logger;
 }
 
@@ -68,63 +68,162 @@ export function everyInterval(everyMs: number, work: () => Promise<unknown>, log
 }
 
 export interface RunningWorker {
-  worker: Worker;
-  /** Stops taking jobs, waits for the running ones, closes its connection. */
+  /** The BullMQ worker taking this queue's jobs now (the liveness guard may have replaced an earlier one). */
+  readonly worker: Worker;
+  /** Stops taking jobs, waits for the running ones, closes its connections. */
   close(): Promise<void>;
   /**
-   * Past the shutdown deadline: drops the connection without waiting. The running jobs' locks
+   * Past the shutdown deadline: drops the connections without waiting. The running jobs' locks
    * expire and BullMQ hands them to another worker as stalled (or the sweep fails their task).
    */
   abandon(): void;
+}
+
+/** How often the liveness guard looks at the queue (see `startQueueWorker`). */
+export const LIVENESS_LOOK_EVERY_MS = 5_000;
+/** How long work may wait for a worker that has a free slot and takes nothing before it counts as stuck. */
+export const STUCK_AFTER_MS = 10_000;
+/** After its running jobs have ended, how long a closing worker may take before it is dropped (a stuck one never closes). */
+const CLOSE_GRACE_MS = 2_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One BullMQ worker with its own blocking connection, its running jobs' count, and their abort. */
+interface WorkerInstance {
+  worker: Worker;
+  connection: Redis;
+  running: number;
+  abandoned: AbortController;
 }
 
 /**
  * Starts a BullMQ worker for one queue, dispatching by job name and checking payloads: a payload
  * the catalog refuses fails its job for good (`UnrecoverableError`), since trying it again
  * cannot make it valid.
+ *
+ * Beside it runs a liveness guard. BullMQ (6.7) can leave a worker on a Redis Cluster waiting
+ * for ever without an error: when a blocking wait overruns its time, BullMQ resets the blocking
+ * connection and waits for an `end` that its own cluster recovery prevents, so the worker stays
+ * "running" and takes nothing more (seen after a master's failover, more often than not;
+ * test/integration/scale-out/worker-liveness.test.ts). Every `LIVENESS_LOOK_EVERY_MS` the guard
+ * asks the queue whether work is there for a worker to take (a job waiting, or a delayed job
+ * due); when there has been some at every look for `STUCK_AFTER_MS`, while this worker had a
+ * free slot and started no job, the worker is stuck: a new one on new connections takes its
+ * place (should it be stuck as well, the guard replaces it too), and the old one is closed once
+ * the jobs it was running have ended. A healthy worker, here or in another process, takes such
+ * work within BullMQ's block time (5 s at most), so the guard does not replace workers that are
+ * only busy.
  */
 export function startQueueWorker(runtime: WorkerRuntime, wiring: QueueWiring): RunningWorker {
   const { config } = runtime;
-  const connection = createRedis(config, { name: `deskhand-worker-${wiring.queue}`, blocking: true });
   const logger = runtime.logger.child({ scope: `worker:${wiring.queue}` });
-  const abandoned = new AbortController();
-  const worker = new Worker(
-    wiring.queue,
-    async (job) => {
-      const processor = wiring.processors[job.name];
-      if (!processor) throw new UnrecoverableError(`queue ${wiring.queue} has no processor for job ${job.name}`);
-      // Processors of jobs outside the catalog (tests) skip the payload check.
-      const catalogued = (JOBS as Partial<Record<string, object>>)[wiring.queue];
-      if (catalogued && job.name in catalogued) {
-        try {
-          assertJobPayload(wiring.queue, job.name as never, job.data);
-        } catch (error) {
-          throw new UnrecoverableError((error as Error).message);
-        }
+  const prefix = (connection: Redis) => queuePrefix(config.redisPrefix, isCluster(connection), wiring.queue);
+  let lastStartedAt = 0;
+
+  const processJob = async (job: Job, instance: WorkerInstance) => {
+    const processor = wiring.processors[job.name];
+    if (!processor) throw new UnrecoverableError(`queue ${wiring.queue} has no processor for job ${job.name}`);
+    // Processors of jobs outside the catalog (tests) skip the payload check.
+    const catalogued = (JOBS as Partial<Record<string, object>>)[wiring.queue];
+    if (catalogued && job.name in catalogued) {
+      try {
+        assertJobPayload(wiring.queue, job.name as never, job.data);
+      } catch (error) {
+        throw new UnrecoverableError((error as Error).message);
       }
-      return processor(job.data, { job, logger: logger.child({ job_id: job.id, job: job.name }), signal: abandoned.signal });
-    },
-    {
+    }
+    instance.running += 1;
+    lastStartedAt = Date.now();
+    try {
+      return await processor(job.data, { job, logger: logger.child({ job_id: job.id, job: job.name }), signal: instance.abandoned.signal });
+    } finally {
+      instance.running -= 1;
+    }
+  };
+
+  const start = (): WorkerInstance => {
+    const connection = createRedis(config, { name: `deskhand-worker-${wiring.queue}`, blocking: true });
+    const instance = { connection, running: 0, abandoned: new AbortController() } as WorkerInstance;
+    instance.worker = new Worker(wiring.queue, (job) => processJob(job, instance), {
       connection,
-      prefix: queuePrefix(config.redisPrefix, isCluster(connection), wiring.queue),
+      prefix: prefix(connection),
       concurrency: wiring.concurrency,
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
       ...wiring.workerOptions,
+    });
+    instance.worker.on('error', (error) => logger.error({ err: error }, 'worker error'));
+    instance.worker.on('failed', (job, error) => logger.warn({ err: error, job_id: job?.id, job: job?.name }, 'job failed'));
+    return instance;
+  };
+  const abandon = ({ worker, connection, abandoned }: WorkerInstance) => {
+    abandoned.abort(new Error('the worker stopped past its shutdown deadline'));
+    worker.close(true).catch(() => undefined);
+    connection.disconnect();
+  };
+  /**
+   * Stops taking jobs and closes once the running jobs have ended. A stuck worker's own close
+   * never ends: once its jobs have ended it is given CLOSE_GRACE_MS, then dropped.
+   */
+  const close = async (instance: WorkerInstance) => {
+    const closed = instance.worker
+      .close()
+      .then(() => instance.connection.quit())
+      .then(() => 'closed' as const, () => 'closed' as const);
+    const idle = (async () => {
+      while (instance.running > 0) await sleep(100);
+      await sleep(CLOSE_GRACE_MS);
+      return 'idle' as const;
+    })();
+    if ((await Promise.race([closed, idle])) === 'idle') abandon(instance);
+  };
+
+  let current = start();
+  /** Stuck workers being let finish their running jobs, each with its end. */
+  const retiring = new Map<WorkerInstance, Promise<void>>();
+  // The guard's own connection: it asks the queue, never blocks.
+  const lookConnection = createRedis(config, { name: `deskhand-watch-${wiring.queue}`, scripted: true, commandTimeoutMs: config.redisCommandTimeoutMs });
+  const queue = new Queue(wiring.queue, { connection: lookConnection, prefix: prefix(lookConnection) });
+  queue.on('error', () => undefined);
+  let workSince: number | null = null;
+  const guard = everyInterval(
+    LIVENESS_LOOK_EVERY_MS,
+    async () => {
+      const now = Date.now();
+      const [ready, due] = await Promise.all([queue.getJobCountByTypes('wait', 'prioritized'), queue.getDelayedCount(now)]);
+      if (ready + due === 0 || current.running >= wiring.concurrency) {
+        workSince = null;
+        return;
+      }
+      workSince ??= now;
+      if (now - workSince < STUCK_AFTER_MS || lastStartedAt >= workSince) return;
+      logger.warn({ waiting: ready, due, since_ms: now - workSince }, 'the worker took no job while work waited and it had a free slot: a new worker on new connections takes its place');
+      workSince = null;
+      const stuck = current;
+      current = start();
+      retiring.set(stuck, close(stuck).finally(() => retiring.delete(stuck)));
     },
+    logger,
+    'the worker liveness look failed',
   );
-  worker.on('error', (error) => logger.error({ err: error }, 'worker error'));
-  worker.on('failed', (job, error) => logger.warn({ err: error, job_id: job?.id, job: job?.name }, 'job failed'));
+
   return {
-    worker,
+    get worker() {
+      return current.worker;
+    },
     async close() {
-      await worker.close();
-      await connection.quit().catch(() => connection.disconnect());
+      await guard.stop();
+      await Promise.all([
+        queue.close().then(() => lookConnection.quit()).catch(() => lookConnection.disconnect()),
+        ...retiring.values(),
+        close(current),
+      ]);
     },
     abandon() {
-      abandoned.abort(new Error('the worker stopped past its shutdown deadline'));
-      worker.close(true).catch(() => undefined);
-      connection.disconnect();
+      void guard.stop();
+      lookConnection.disconnect();
+      for (const stuck of retiring.keys()) abandon(stuck);
+      abandon(current);
     },
   };
 }
