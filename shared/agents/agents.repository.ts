@@ -122,14 +122,6 @@ const FIND_DEFAULT_AGENT_ID: PreparedStatement = {
   text: defaultAgentIdOf('$1'),
 };
 
-/**
- * Locks the org row. Moving the default agent takes this lock first, so two moves in one org
- * run one after the other and the partial unique index never sees two defaults.
- */
-export async function lockOrg(trx: Knex.Transaction, orgId: string): Promise<boolean> {
-  return Boolean(await trx('orgs').where({ id: orgId }).forUpdate().first('id'));
-}
-
 /** Clears the default flag of the org's agents other than `exceptAgentId`. */
 export async function clearDefault(trx: Knex.Transaction, orgId: string, exceptAgentId: string): Promise<void> {
   await trx('agents').where({ org_id: orgId, is_default: true }).whereNot({ agent_id: exceptAgentId }).update({ is_default: false });

@@ -27,12 +27,12 @@ import {
   insertAgent,
   insertVersion,
   listAgents,
-  lockOrg,
   updateAgent,
   readVersionsPage,
   type AgentWithConfigRow,
 } from './agents.repository';
 import { toAgent, toAgentDraft, toAgentVersion, type AgentDraftObject, type AgentObject, type AgentVersionObject, type PublishedDraftObject } from './agent-object';
+import { lockOrgRow } from '../orgs/orgs.repository';
 
 /** The id of the agent every new org gets. */
 export const DEFAULT_AGENT_ID = 'default';
@@ -389,7 +389,7 @@ export class AgentService {
     ctx: ChangeContext,
     fields: string[],
   ): Promise<void> {
-    if (!(await lockOrg(trx, orgId))) throw notFound(`No org ${orgId}`);
+    if (!(await lockOrgRow(trx, orgId))) throw notFound(`No org ${orgId}`);
     if (await findAgent(trx, orgId, agentId)) throw conflict(`Agent ${agentId} already exists`);
     const previous = await findDefaultAgentId(trx, orgId);
     // The org's first agent is its default whatever was asked: an org always has one.
@@ -431,7 +431,7 @@ export class AgentService {
   ): Promise<{ moved: boolean; previous: string | null }> {
     if (isDefault === undefined) return { moved: false, previous: null };
     // The org lock comes before the agent row lock in every transaction that takes both.
-    if (!(await lockOrg(trx, orgId))) throw notFound(`No agent ${agentId}`);
+    if (!(await lockOrgRow(trx, orgId))) throw notFound(`No agent ${agentId}`);
     const row = await this.load(trx, orgId, agentId, true);
     const previous = await findDefaultAgentId(trx, orgId);
     if (isDefault === false) {

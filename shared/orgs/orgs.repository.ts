@@ -28,8 +28,9 @@ export async function listOrgs(db: Knex): Promise<OrgRow[]> {
 
 /**
  * Locks the org's row until the caller's transaction ends: changes that count something of the
- * org (its runners) take it first, so that two of them count one after the other. True when the
- * org exists.
+ * org (its runners) take it first, so that two of them count one after the other, as does moving
+ * the default agent, so that the partial unique index never sees two defaults. True when the org
+ * exists.
  */
 export async function lockOrgRow(trx: Knex.Transaction, orgId: string): Promise<boolean> {
   return Boolean(await trx('orgs').where({ id: orgId }).forUpdate().first('id'));
