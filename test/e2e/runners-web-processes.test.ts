@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { startTestService, waitFor, type TestService } from '../support/service';
 import { RawRunner, RUNNER_REPORT } from '../support/raw-runner';
-import { freePort, startChildProcess } from '../support/web-process';
+import { freePort } from '../support/ports';
+import { startChildProcess } from '../support/web-process';
 
 /**
  * Runners across web processes: web A is a child process holding the runner's connection, web B

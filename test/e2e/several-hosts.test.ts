@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { deskhand } from '../support/cli';
 import { testEnv } from '../support/environment';
+import type { OwnPgBouncer } from '../support/pgbouncer';
 import { request, waitFor, type TestService } from '../support/service';
 import { connectDesktop, follow, script } from '../support/tasks';
 import {
@@ -12,7 +13,6 @@ import {
   startRedisClusterOn,
   startReceiverOn,
   TestNetwork,
-  type GatewayPgBouncer,
   type HostProcess,
   type HostReceiver,
   type HostRedisCluster,
@@ -58,7 +58,7 @@ describe('Deskhand on several hosts: process types apart, a host cut off mid-tas
   this.timeout(240_000);
   let network: TestNetwork | undefined;
   let cluster: HostRedisCluster | undefined;
-  let bouncer: GatewayPgBouncer | undefined;
+  let bouncer: OwnPgBouncer | undefined;
   let receiver: HostReceiver;
   let db: pg.Pool | undefined;
   const hosts: Record<string, TestHost> = {};

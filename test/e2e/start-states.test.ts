@@ -7,7 +7,8 @@ import { expect } from 'chai';
 import { chromium, type Browser } from 'playwright-core';
 import { testEnv } from '../support/environment';
 import { startTestService, waitFor, type TestService } from '../support/service';
-import { freePort, startChildProcess } from '../support/web-process';
+import { freePort } from '../support/ports';
+import { startChildProcess } from '../support/web-process';
 import { SimulatedComputer, centerOf } from '../../shared/simulator';
 
 /**

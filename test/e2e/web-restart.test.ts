@@ -7,7 +7,8 @@ import { RawDesktop } from '../support/raw-desktop';
 import { request, startTestService, waitFor, type TestService } from '../support/service';
 import { connectDesktop, script } from '../support/tasks';
 import { TcpBalancer } from '../support/tcp-balancer';
-import { freePort, startChildProcess } from '../support/web-process';
+import { freePort } from '../support/ports';
+import { startChildProcess } from '../support/web-process';
 
 /**
  * Restarting `web` (the process holding the computers' connections) must not fail a task: the

@@ -14,7 +14,7 @@ import { registerTasksCommand } from '../../bin/tasks.command';
 import { testConfig } from '../support/environment';
 import { startTestService, waitFor } from '../support/service';
 import { connectDesktop, follow, script } from '../support/tasks';
-import { freePort } from '../support/web-process';
+import { freePort } from '../support/ports';
 
 /**
  * Every command that talks to the service says within 2 s when nobody answers at its base URL

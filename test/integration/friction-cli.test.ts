@@ -8,7 +8,7 @@ import type { DesktopClient } from '../../shared/simulator/desktop-client';
 import { testEnv } from '../support/environment';
 import { startTestService, waitFor, type TestService } from '../support/service';
 import { connectDesktop, script } from '../support/tasks';
-import { freePort } from '../support/web-process';
+import { freePort } from '../support/ports';
 
 const run = promisify(execFile);
 const bin = path.join(__dirname, '..', '..', 'bin', 'deskhand.js');

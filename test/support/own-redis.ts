@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
+import { accepts, freePort } from './ports';
 import { waitFor } from './service';
 
 /** A redis-server of a test's own (never the shared one): it may be killed, stopped, flushed. */
@@ -17,25 +17,6 @@ export interface OwnRedis {
   close(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
-}
-
 function exited(child: ChildProcess): Promise<void> {
   return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', () => resolve()));
 }
@@ -48,7 +29,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], {
       stdio: 'ignore',
     });
-    await waitFor(() => accepts(port), 10_000, `redis-server on port ${port}`);
+    await waitFor(() => accepts('127.0.0.1', port), 10_000, `redis-server on port ${port}`);
   };
   await launch();
   const stopChild = async () => {

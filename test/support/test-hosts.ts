@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { startPgBouncer, type OwnPgBouncer } from './pgbouncer';
 import { waitFor } from './service';
 
 /**
@@ -283,29 +284,6 @@ export class TestNetwork {
   }
 }
 
-/** Whether `host:port` accepts a TCP connection now. */
-export function accepts(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port, timeout: timeoutMs });
-    const done = (ok: boolean) => (socket.destroy(), resolve(ok));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-    socket.once('timeout', () => done(false));
-  });
-}
-
-/** A free port on `address` (an address of the root namespace). */
-export function freePortOn(address: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, address, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** A Redis Cluster whose nodes all run on one test host, announcing the host's address. */
 export interface HostRedisCluster {
   /** `DESKHAND_REDIS_CLUSTER_NODES`: every node, `10.77.0.N:port,…`. */
@@ -356,77 +334,14 @@ export async function startRedisClusterOn(host: TestHost): Promise<HostRedisClus
   return { seeds: ports.map((port) => `${host.address}:${port}`).join(','), ports, close };
 }
 
-/** PgBouncer in the root namespace, listening on the bridge's address only. */
-export interface GatewayPgBouncer {
-  port: number;
-  /** `databaseUrl` with its host and port replaced by this PgBouncer's. */
-  through(databaseUrl: string): string;
-  log(): string;
-  close(): Promise<void>;
-}
-
 /**
- * Debian's `pgbouncer` in transaction mode on the database's machine (the root namespace),
+ * PgBouncer (test/support/pgbouncer.ts) on the database's machine (the root namespace),
  * listening on `GATEWAY` only and passing every database to PostgreSQL on `127.0.0.1:5432`:
- * the hosts reach the record through it, and PostgreSQL's own settings stay as they are.
+ * the hosts reach the record through it, and PostgreSQL's own settings stay as they are. Its
+ * settings and its pid file are in the run's folder, where `removeStale` finds them after a crash.
  */
-export async function startPgBouncerOnGateway(network: TestNetwork, options: { poolSize?: number } = {}): Promise<GatewayPgBouncer> {
-  const dir = path.join(network.dir, 'pgbouncer');
-  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-  fs.chmodSync(dir, 0o755);
-  const port = await freePortOn(GATEWAY);
-  const ini = path.join(dir, 'pgbouncer.ini');
-  const users = path.join(dir, 'users.txt');
-  fs.writeFileSync(users, '"postgres" ""\n', { mode: 0o644 });
-  fs.writeFileSync(
-    ini,
-    [
-      '[databases]',
-      '* = host=127.0.0.1 port=5432',
-      '[pgbouncer]',
-      `listen_addr = ${GATEWAY}`,
-      `listen_port = ${port}`,
-      'unix_socket_dir =',
-      'auth_type = trust',
-      `auth_file = ${users}`,
-      'pool_mode = transaction',
-      `default_pool_size = ${options.poolSize ?? 20}`,
-      'max_client_conn = 1000',
-      'ignore_startup_parameters = extra_float_digits,search_path',
-      '',
-    ].join('\n'),
-    { mode: 0o644 },
-  );
-  // PgBouncer refuses to run as root; PostgreSQL's system user reads the folder.
-  const child = spawn('/usr/sbin/pgbouncer', ['-u', 'postgres', ini], { stdio: ['ignore', 'ignore', 'pipe'] });
-  fs.writeFileSync(path.join(network.dir, 'pgbouncer.pid'), String(child.pid));
-  let log = '';
-  child.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  };
-  try {
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`pgbouncer exited with ${child.exitCode}: ${log}`);
-      return accepts(GATEWAY, port);
-    }, 10_000, `pgbouncer on ${GATEWAY}:${port}`);
-  } catch (error) {
-    await close();
-    throw error;
-  }
-  return {
-    port,
-    through(databaseUrl: string) {
-      const url = new URL(databaseUrl);
-      url.hostname = GATEWAY;
-      url.port = String(port);
-      return url.toString();
-    },
-    log: () => log,
-    close,
-  };
+export async function startPgBouncerOnGateway(network: TestNetwork): Promise<OwnPgBouncer> {
+  return startPgBouncer({ listen: GATEWAY, dir: path.join(network.dir, 'pgbouncer'), pidFile: path.join(network.dir, 'pgbouncer.pid') });
 }
 
 /**

@@ -1,16 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { testEnv } from './environment';
-
-/** A TCP port free now (for a child process that must listen on a known one). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Process types (`web`, …) in a child process of their own on `port`, with the test world's environment plus `env`. */
 export async function startChildProcess(types: string[], env: Record<string, string>, port: number): Promise<{ child: ChildProcess; baseUrl: string; stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void> }> {

@@ -41,7 +41,7 @@ describe('PgBouncer in transaction mode (DESKHAND_DATABASE_POOLER=transaction)',
   };
 
   before(async () => {
-    bouncer = await startPgBouncer(undefined, { poolSize: 4 });
+    bouncer = await startPgBouncer({ poolSize: 4 });
   });
   after(async () => {
     for (const db of dbs) await db.destroy();
