@@ -179,6 +179,11 @@ describe('start states by hand and by instruction, and the live view, on real ma
 
     await input(view, { type: 'click', ...TERMINAL_BUTTON });
     await showsAt(view, IN_XTERM, WHITE, 'xterm opened by the click');
+    // As a person would: a click into the new terminal, and its prompt drawn, before typing. Keys
+    // sent the moment its window appears may not reach its shell: once the check found the file
+    // empty, as a command that lost its first characters (`hand > ~/hand.txt`) would leave it.
+    await input(view, { type: 'click', ...IN_XTERM });
+    await still(view);
     await input(view, { type: 'type', text: 'echo by-hand > ~/hand.txt' });
     await input(view, { type: 'key', keys: 'enter' });
     await still(view);
