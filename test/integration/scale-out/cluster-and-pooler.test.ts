@@ -217,8 +217,16 @@ describe('Deskhand on a Redis Cluster, through PgBouncer in transaction mode', f
       ],
     });
     expect(cases.status, JSON.stringify(cases.body)).to.equal(200);
-    // The receiver refuses for now: deliveries wait for their retries in the webhooks queue.
-    receiver.reply({ status: 503, body: 'down for a moment' });
+    // The receiver refuses each event's first attempt: its retry waits in the webhooks queue. (Refusing
+    // all for a while would spend the file's short retry schedule, 3 s in all, and fail deliveries for good.)
+    const refused = new Set<string>();
+    receiver.reply((request, res) => {
+      const id = (JSON.parse(request.body) as { id: string }).id;
+      const first = !refused.has(id);
+      refused.add(id);
+      res.writeHead(first ? 503 : 200, { 'content-type': 'application/json' });
+      res.end(first ? '{"error":"down for a moment"}' : '{"received":true}');
+    });
     const refusedBefore = receiver.requests.length;
     const run = await service.api(key, 'POST', '/v1/test_runs', { test_case_ids: cases.body.data.map((item: { test_case_id: string }) => item.test_case_id) });
     expect(run.status, JSON.stringify(run.body)).to.equal(200);
@@ -230,7 +238,6 @@ describe('Deskhand on a Redis Cluster, through PgBouncer in transaction mode', f
     await receiver.waitForRequests(refusedBefore + 1, { timeoutMs: 15_000 });
 
     const { promoted, tookMs } = await cluster.failOver(master);
-    receiver.reply({ status: 200, body: '{"received":true}' });
     const failedOver = Date.now();
     const ended = await waitFor(async () => {
       const read = await service.api(key, 'GET', `/v1/test_runs/${runId}`);
@@ -238,8 +245,9 @@ describe('Deskhand on a Redis Cluster, through PgBouncer in transaction mode', f
     }, 90_000, 'the test run to end after the failover');
     expect(ended.summary.tries).to.include({ total: 2, passed: 2 });
     const runEnded = Date.now() - failedOver;
-    // A worker left stuck by the failover is replaced within about 20 s (workers/runtime.ts).
-    await waitFor(() => everyEventDelivered(service, orgId, receiver), 60_000, 'every org event to be delivered after the failover');
+    // A worker left stuck by the failover is replaced within about 20 s (workers/runtime.ts); a
+    // retry the old master took but had not passed to its replica waits for the clock's sweep.
+    await waitFor(() => everyEventDelivered(service, orgId, receiver), 90_000, 'every org event to be delivered after the failover');
     const delivered = Date.now() - failedOver;
     console.log(`      master ${master} (webhooks, evals) killed, ${promoted} promoted after ${tookMs} ms; after the promotion the run ended in ${runEnded} ms, every event was delivered in ${delivered} ms`);
   });
