@@ -1,6 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -13,6 +12,7 @@ import { newId } from '../shared/ids';
 import { QUEUE_NAMES } from '../shared/queues/catalog';
 import { jobId } from '../shared/queues/job-queues';
 import { benchServers, databaseBackendsCpuMs, processCpuMs, procfileNodeFlags, type ReadyServer } from './support/processes';
+import { accepts, freePort, freePorts } from '../test/support/ports';
 
 /**
  * `npm run bench -- scale-out`: what each tier carries, for docs/operations.md "Running past one
@@ -67,22 +67,6 @@ interface OwnRedis {
   close(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
-}
-
 function parseInfo(text: string): Map<string, string> {
   const fields = new Map<string, string>();
   for (const line of text.split('\r\n')) {
@@ -95,8 +79,7 @@ function parseInfo(text: string): Map<string, string> {
 async function startOwnRedis(cluster: boolean): Promise<OwnRedis> {
   const count = cluster ? 3 : 1;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-out-redis-'));
-  const ports: number[] = [];
-  for (let i = 0; i < count; i++) ports.push(await freePort());
+  const ports = await freePorts(count);
   const children: ChildProcess[] = ports.map((port) =>
     spawn('redis-server', [
       '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction',
@@ -115,7 +98,7 @@ async function startOwnRedis(cluster: boolean): Promise<OwnRedis> {
   };
   try {
     for (const port of ports) {
-      for (let tries = 0; !(await accepts(port)); tries++) {
+      for (let tries = 0; !(await accepts('127.0.0.1', port)); tries++) {
         if (tries > 100) throw new Error(`redis-server on port ${port} did not start`);
         await sleep(100);
       }

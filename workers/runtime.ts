@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config';
 import { createRedis, isCluster, type Redis } from '../shared/redis';
@@ -85,8 +86,6 @@ export const LIVENESS_LOOK_EVERY_MS = 5_000;
 export const STUCK_AFTER_MS = 10_000;
 /** After its running jobs have ended, how long a closing worker may take before it is dropped (a stuck one never closes). */
 const CLOSE_GRACE_MS = 2_000;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One BullMQ worker with its own blocking connection, its running jobs' count, and their abort. */
 interface WorkerInstance {
