@@ -36,10 +36,13 @@ export function isCluster(redis: Redis): redis is Cluster {
  * connections (BullMQ workers, subscribers) retry forever as BullMQ's production guide asks
  * (`maxRetriesPerRequest: null`); the others fail a command fast so that an HTTP request never
  * hangs on a Redis outage: with `commandTimeoutMs`, a command that has no reply by then (a stalled
- * Redis keeps its connection open) fails with "Command timed out". Commands sent in one turn of
- * the event loop go out as one pipeline (one per node on a cluster), except on `scripted`
- * connections: there ioredis copies every defined script (BullMQ defines dozens) into each
- * pipeline it makes, which costs more than it saves.
+ * Redis keeps its connection open) fails with "Command timed out". On one Redis, commands sent in
+ * one turn of the event loop go out as one pipeline, except on `scripted` connections: there
+ * ioredis copies every defined script (BullMQ defines dozens) into each pipeline it makes, which
+ * costs more than it saves. On a cluster, never: ioredis follows a MOVED redirect in a pipeline
+ * only when every command in it got the same one, so after a failover, commands to several of a
+ * master's slots sent together were refused for good and the client's map of slots stayed wrong
+ * (test/integration/scale-out/redis-cluster.test.ts); sent alone, each follows its redirect.
  */
 export function createRedis(target: string, options?: RedisConnectionOptions): SingleRedis;
 export function createRedis(target: RedisTarget, options?: RedisConnectionOptions): Redis;
@@ -52,8 +55,8 @@ export function createRedis(target: string | RedisTarget, options: RedisConnecti
     connectTimeout: options.commandTimeoutMs ? Math.max(options.commandTimeoutMs, 1000) : undefined,
   };
   const retry = (attempt: number) => Math.min(attempt * 200, 2000);
-  const autoPipelining = !options.blocking && !options.scripted;
   const nodes = typeof target === 'string' ? null : target.redisClusterNodes;
+  const autoPipelining = !nodes && !options.blocking && !options.scripted;
   const client: Redis = nodes
     ? new Cluster(
         nodes.map((node) => ({ host: node.host, port: node.port })),
