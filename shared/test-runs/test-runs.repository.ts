@@ -167,16 +167,31 @@ export async function freeSlotsFor(db: Db, machine: { orgId: string; image: stri
   return Number(rows[0]?.free ?? 0);
 }
 
-/** Running tries whose last change is older than `quietMs` (their job may have been lost), for the sweep. */
-export async function quietRunningTries(db: Db, quietMs: number, limit: number): Promise<string[]> {
+/**
+ * Running tries the sweep advances: those whose awaited change happened `quietMs` ago or more
+ * and still have not moved (the job that was to tell them may have been lost, as when a Redis
+ * master fails over), and any running for four times that. What each phase waits for is in
+ * `TRY_TRANSITIONS`: its machine ended, running, or waiting past `machineWaitMs`; its script's
+ * answer; its task's end (the judge's phase too).
+ */
+export async function triesNeedingAttention(db: Db, options: { quietMs: number; machineWaitMs: number; limit: number }): Promise<string[]> {
+  const { quietMs, machineWaitMs, limit } = options;
   const { rows } = await db.raw(
     `select t.id from tries t
       where t.status = 'running' and (
         exists (select 1 from machines m where m.id = t.machine_id and m.status in ('failed', 'destroyed'))
+        or (t.phase = 'machine' and exists (
+              select 1 from machines m where m.id = t.machine_id and (
+                (m.status = 'running' and m.updated_at < now() - (? * interval '1 millisecond'))
+                or (m.status = 'waiting' and m.created_at < now() - (? * interval '1 millisecond')))))
+        or (t.phase in ('setup', 'check') and (
+              select c.status <> 'sent' and c.finished_at < now() - (? * interval '1 millisecond')
+                from runner_commands c where c.machine_id = t.machine_id and c.type = 'machine.run'
+               order by c.seq desc limit 1))
         or exists (select 1 from tasks k where k.id = t.task_id and k.status in ('completed', 'failed', 'stopped') and k.updated_at < now() - (? * interval '1 millisecond'))
         or t.started_at < now() - (? * interval '1 millisecond'))
       limit ?`,
-    [quietMs, quietMs * 4, limit],
+    [quietMs, machineWaitMs, quietMs, quietMs, quietMs * 4, limit],
   );
   return rows.map((row: { id: string }) => row.id);
 }

@@ -12,7 +12,7 @@ import type { MachinesService } from '../machines/machines.service';
 import { machineEnded, type CommandRow, type MachineRow } from '../machines/machine-rows';
 import { latestCommand } from '../machines/machines.repository';
 import type { CaseSnapshot, TryRow } from './test-run-rows';
-import { findRun, findTry, findTryWithRun, type RunOfTry, hasOpenTries, runsWithoutOpenTries, openTryIds, quietRunningTries, runCase, updateRun, updateTry } from './test-runs.repository';
+import { findRun, findTry, findTryWithRun, type RunOfTry, hasOpenTries, runsWithoutOpenTries, openTryIds, runCase, triesNeedingAttention, updateRun, updateTry } from './test-runs.repository';
 import { CustomerAtTheMachine, type CustomerBehaviour } from './simulated-customer';
 import { queueTryAdvance, TryScheduler } from './try-scheduling';
 import { moveTry, tryStateEntry, type TryAct } from './try-transitions';
@@ -47,7 +47,7 @@ const SCRIPT_TIMEOUT_MS = 10 * 60_000;
 const OUTPUT_TAIL = 4_000;
 /** A try's machine waiting this long for a runner (its runner went meanwhile) goes back to the queue. */
 const MACHINE_WAIT_MS = 60_000;
-/** A running try this quiet is advanced by the sweep. */
+/** A running try whose awaited change is this old and did not move it is advanced by the sweep. */
 const SWEEP_QUIET_MS = 30_000;
 /** The transcript the rubric judge reads: the task's last events. */
 const JUDGED_EVENTS = 200;
@@ -105,9 +105,13 @@ export class TryFlow {
     for (const id of await openTryIds(this.deps.db, runId, 'running')) await this.advance(id);
   }
 
-  /** The sweep: running tries whose machine or task ended unnoticed, or quiet too long; and a scheduling pass. */
+  /**
+   * The sweep: running tries left behind by a change they were never told of (their machine ran
+   * or ended, waited too long, a script answered, their task ended) or running too long; then a
+   * scheduling pass.
+   */
   async sweep(): Promise<number> {
-    const ids = await quietRunningTries(this.deps.db, SWEEP_QUIET_MS, 200);
+    const ids = await triesNeedingAttention(this.deps.db, { quietMs: SWEEP_QUIET_MS, machineWaitMs: MACHINE_WAIT_MS, limit: 200 });
     for (const id of ids) await this.advance(id);
     // Runs whose tries all ended but which are still running (none should be: see completeIfDone).
     const finished = await runsWithoutOpenTries(this.deps.db, 100);

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { startTestService, waitFor, type TestService } from '../support/service';
 import { completeIfDone } from '../../shared/test-runs/try-flow';
+import { triesNeedingAttention } from '../../shared/test-runs/test-runs.repository';
 
 describe('tries and runs (TryFlow) on PostgreSQL', function () {
   this.timeout(30_000);
@@ -118,6 +119,62 @@ describe('tries and runs (TryFlow) on PostgreSQL', function () {
         await db('test_runs').whereIn('id', [broken, good]).delete();
         await db('machines').where({ org_id: orgId }).delete();
         await db('runners').where({ id: runnerId }).update({ connection_id: null, revoked_at: db.fn.now() });
+      }
+    });
+  });
+
+  /**
+   * A try moves on when it is told that its machine changed or its script answered (a job in the
+   * evals queue). When that job is lost (a Redis master failed over as it was queued), the sweep
+   * finds the try from what PostgreSQL records. Before, a try whose machine had come up, or had
+   * waited past its minute, or whose setup script had answered, waited for the catch-all: two
+   * minutes after its start.
+   */
+  describe('the sweep, for a try never told of its change', function () {
+    const SWEEP = { quietMs: 30_000, machineWaitMs: 60_000, limit: 1_000 };
+
+    it('finds the tries whose machine came up, waited too long, or whose script answered, 30 s ago; not those still waiting', async () => {
+      const db = service.running.container.db;
+      const { orgId } = await service.newOrg('Sweep org');
+      const stamp = Date.now();
+      const runId = `tr_sweep${stamp}`;
+      const runnerId = `rn_sweep${stamp}`;
+      await db('runners').insert({ id: runnerId, org_id: orgId, scope: 'org', name: 'sweep', token_hash: `hash-sweep${stamp}`, token_prefix: 'dhr_x', slots: 8 });
+      await db('test_runs').insert({ id: runId, org_id: orgId, agent_id: 'default', agent_version: 1, agent: JSON.stringify({}), status: 'running' });
+      const ago = (seconds: number) => db.raw(`now() - interval '${seconds} seconds'`);
+      /** A running try in `phase`, started `startedAgo` s ago, on a machine in `machineStatus` since `changedAgo` s (recorded `createdAgo` s ago). */
+      const tryOn = async (name: string, phase: string, machine: { status: string; changedAgo: number; createdAgo?: number }, startedAgo = 40) => {
+        const machineId = `m_${name}${stamp}`;
+        await db('machines').insert({ id: machineId, org_id: orgId, owner_kind: 'try', owner_id: `try_${name}${stamp}`, disk: JSON.stringify({ image: 'debian-12' }), image: 'debian-12', os: 'linux', runner_id: machine.status === 'waiting' ? null : runnerId, status: machine.status, session_code: `code-${name}${stamp}`, created_at: ago(machine.createdAgo ?? startedAgo), updated_at: ago(machine.changedAgo) });
+        await db('tries').insert({ id: `try_${name}${stamp}`, org_id: orgId, run_id: runId, position: 0, test_case_id: 'tc_x', attempt: 1, status: 'running', phase, machine_id: machineId, started_at: ago(startedAgo) });
+        return { tryId: `try_${name}${stamp}`, machineId };
+      };
+      /** The setup script's command on `machineId`: answered `finishedAgo` s ago, or still unanswered (null). */
+      const script = (machineId: string, finishedAgo: number | null) =>
+        db('runner_commands').insert({ id: `cmd_${machineId}`, runner_id: runnerId, machine_id: machineId, type: 'machine.run', args: JSON.stringify({ script: 'true' }), status: finishedAgo === null ? 'sent' : 'done', result: JSON.stringify({ exit_code: 0, output: '' }), deadline_at: ago(-600), finished_at: finishedAgo === null ? null : ago(finishedAgo) });
+
+      try {
+        const cameUp = await tryOn('cameup', 'machine', { status: 'running', changedAgo: 31 });
+        const justUp = await tryOn('justup', 'machine', { status: 'running', changedAgo: 5 });
+        const starting = await tryOn('starting', 'machine', { status: 'starting', changedAgo: 35 });
+        const waitedLong = await tryOn('waitedlong', 'machine', { status: 'waiting', changedAgo: 61, createdAgo: 61 }, 61);
+        const waiting = await tryOn('waiting', 'machine', { status: 'waiting', changedAgo: 20, createdAgo: 20 }, 20);
+        const answered = await tryOn('answered', 'setup', { status: 'running', changedAgo: 38 });
+        await script(answered.machineId, 31);
+        const justAnswered = await tryOn('justanswered', 'setup', { status: 'running', changedAgo: 38 });
+        await script(justAnswered.machineId, 4);
+        const running = await tryOn('running', 'setup', { status: 'running', changedAgo: 38 });
+        await script(running.machineId, null);
+
+        const found = new Set(await triesNeedingAttention(db, SWEEP));
+        const seen = (entry: { tryId: string }) => found.has(entry.tryId);
+        expect({ cameUp: seen(cameUp), waitedLong: seen(waitedLong), answered: seen(answered) }, 'tries whose change came and went untold').to.deep.equal({ cameUp: true, waitedLong: true, answered: true });
+        expect({ justUp: seen(justUp), starting: seen(starting), waiting: seen(waiting), justAnswered: seen(justAnswered), running: seen(running) }, 'tries still waiting, or told just now').to.deep.equal({ justUp: false, starting: false, waiting: false, justAnswered: false, running: false });
+      } finally {
+        await db('test_runs').where({ id: runId }).delete();
+        await db('runner_commands').where({ runner_id: runnerId }).delete();
+        await db('machines').where({ org_id: orgId }).delete();
+        await db('runners').where({ id: runnerId }).delete();
       }
     });
   });
