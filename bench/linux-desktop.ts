@@ -9,8 +9,11 @@
  * - input + capture + observation: the same act with the still-screen wait left out (a
  *   LinuxComputer whose quiet time is 0, so it reads one frame), the target's line;
  * - each part alone on a still screen: input (XTEST), capture (MIT-SHM), PNG encoding, the
- *   observation (window list + AT-SPI walk + mapping, and the first two apart), and the
+ *   observation (window list + AT-SPI snapshot + mapping, and the first two apart), and the
  *   still-screen wait after a click;
+ * - the AT-SPI snapshot both ways: with the apps' caches (the default) and by the full walk
+ *   (`cache: false`), with the D-Bus calls of each, and the two acts again with a computer that
+ *   walks;
  * - the peers' way in the same run: `xdotool mousemove X Y click 1` and `scrot` spawned per action,
  *   the PNG read back from its file.
  * The series run in alternating rounds, so that a change in what the host does shows in all.
@@ -150,12 +153,24 @@ export async function run(): Promise<void> {
     const accessibility = await AccessibilityClient.connect(desktop.env.DBUS_SESSION_BUS_ADDRESS);
     closers.unshift(() => accessibility.close());
 
-    const open = (quietMs?: number) =>
-      LinuxComputer.open({ display: desktop.display, sessionBusAddress: desktop.env.DBUS_SESSION_BUS_ADDRESS, appVersion: '0.0.0-bench', name: 'bench', ...(quietMs === undefined ? {} : { still: { quietMs } }) });
+    const open = (quietMs?: number, walk = false) =>
+      LinuxComputer.open({
+        display: desktop.display,
+        sessionBusAddress: desktop.env.DBUS_SESSION_BUS_ADDRESS,
+        appVersion: '0.0.0-bench',
+        name: walk ? 'bench-walk' : 'bench',
+        ...(quietMs === undefined ? {} : { still: { quietMs } }),
+        ...(walk ? { snapshot: { cache: false } } : {}),
+      });
     const computer = await open();
     closers.unshift(() => computer.close());
     const unsettled = await open(0);
     closers.unshift(() => unsettled.close());
+    // The same acts by a computer that reads the accessibility tree with the full walk.
+    const walking = await open(undefined, true);
+    closers.unshift(() => walking.close());
+    const walkingUnsettled = await open(0, true);
+    closers.unshift(() => walkingUnsettled.close());
 
     // The page's buttons once Chromium's tree shows them, and a point on each.
     const targets = await until(async () => {
@@ -175,7 +190,10 @@ export async function run(): Promise<void> {
       encode: new Series('PNG encoding alone (zlib level 1, off the event loop)'),
       observation: new Series('observation alone (window list + AT-SPI walk + mapping)'),
       windows: new Series('  window list alone (EWMH)'),
-      walk: new Series('  AT-SPI walk alone'),
+      walk: new Series("  AT-SPI snapshot alone (the apps' caches)"),
+      fullWalk: new Series('  AT-SPI snapshot alone (the full walk, cache: false)'),
+      actWalk: new Series('the whole act, the full walk'),
+      noSettleWalk: new Series('input + capture + observation, the full walk'),
       settle: new Series(`still-screen wait alone, after a click (quiet ${STILL_DEFAULTS.quietMs} ms)`),
       inputCapture: new Series('input + capture + PNG, no observation'),
       peerInput: new Series('xdotool mousemove X Y click 1, spawned'),
@@ -183,7 +201,7 @@ export async function run(): Promise<void> {
       peerShot: new Series('scrot, spawned, PNG read back'),
       peerBoth: new Series('xdotool + scrot, one act'),
     };
-    const facts = { elements: [] as number[], walkElements: [] as number[], frames: [] as number[], unsettled: 0, pngBytes: [] as number[], peerPngBytes: [] as number[], method: '', perApp: new Map<string, { windows: number; elements: number; depth: number }>() };
+    const facts = { cacheCalls: [] as number[], walkCalls: [] as number[], elements: [] as number[], walkElements: [] as number[], frames: [] as number[], unsettled: 0, pngBytes: [] as number[], peerPngBytes: [] as number[], method: '', perApp: new Map<string, { windows: number; elements: number; depth: number }>() };
     const shotFile = path.join(desktop.dir, 'scrot.png');
 
     const iteration = async (measured: boolean): Promise<void> => {
@@ -196,6 +214,13 @@ export async function run(): Promise<void> {
       // The act without the still-screen wait; the screen is let settle (untimed) after it.
       const quick = await time(keep(s.noSettle), () => unsettled.act({ type: 'click', ...next() }));
       if (!quick.ok) throw new Error(`the act failed: ${quick.error}`);
+      await settle();
+
+      // The same two acts by the computer that walks.
+      const walked = await time(keep(s.actWalk), () => walking.act({ type: 'click', ...next() }));
+      if (!walked.ok) throw new Error(`the act failed: ${walked.error}`);
+      const quickWalked = await time(keep(s.noSettleWalk), () => walkingUnsettled.act({ type: 'click', ...next() }));
+      if (!quickWalked.ok) throw new Error(`the act failed: ${quickWalked.error}`);
       await settle();
 
       // The parts one after another, the way an act without its settle runs them, but each timed alone.
@@ -226,8 +251,13 @@ export async function run(): Promise<void> {
       await input.click(again.x, again.y);
       await settle();
       await time(keep(s.windows), () => listWindows(connection));
+      let calls = accessibility.calls;
       const snapshot = await time(keep(s.walk), () => accessibility.snapshot());
+      if (measured) facts.cacheCalls.push(accessibility.calls - calls);
+      calls = accessibility.calls;
+      await time(keep(s.fullWalk), () => accessibility.snapshot({ cache: false }));
       if (measured) {
+        facts.walkCalls.push(accessibility.calls - calls);
         facts.walkElements.push(snapshot.windows.reduce((sum, window) => sum + window.elements.length, 0));
         facts.perApp.clear();
         for (const window of snapshot.windows) {
@@ -283,7 +313,12 @@ export async function run(): Promise<void> {
     );
     console.log(row(s.act));
     console.log(row(s.noSettle));
-    for (const series of [s.input, s.capture, s.encode, s.observation, s.windows, s.walk]) console.log(`  ${row(series)}`);
+    for (const series of [s.input, s.capture, s.encode, s.observation, s.windows, s.walk, s.fullWalk]) console.log(`  ${row(series)}`);
+    console.log(`  D-Bus calls per AT-SPI snapshot (median): ${median(facts.cacheCalls)} with the caches, ${median(facts.walkCalls)} by the full walk`);
+    console.log(row(s.actWalk));
+    console.log(row(s.noSettleWalk));
+    const gain = (ours: Series, theirs: Series) => `${((1 - ours.pct(0.5) / theirs.pct(0.5)) * 100).toFixed(0)}%`;
+    console.log(`caches against the full walk (p50, less time): snapshot ${gain(s.walk, s.fullWalk)}; whole act ${gain(s.act, s.actWalk)}; input + capture + observation ${gain(s.noSettle, s.noSettleWalk)}`);
     console.log(`  ${row(s.settle)}   (${median(facts.frames)} frames; ${facts.unsettled} at the ${STILL_DEFAULTS.capMs} ms cap)`);
     console.log(row(s.inputCapture));
     console.log(`  observation: ${median(facts.elements)} elements reported (median), AT-SPI walk of ${median(facts.walkElements)} showing elements (${[...facts.perApp].map(([app, f]) => `${app} ${f.elements} in ${f.windows} window${f.windows === 1 ? '' : 's'}, ${f.depth + 1} levels`).join('; ')}); PNG ${(median(facts.pngBytes) / 1024).toFixed(0)} KB`);

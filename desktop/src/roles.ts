@@ -29,7 +29,7 @@ const FIXED_ROLES: Readonly<Record<string, ElementRole>> = Object.freeze({
   'menu item': 'menu_item',
   'check menu item': 'menu_item',
   'radio menu item': 'menu_item',
-  'tearoff menu item': 'menu_item',
+  'tear off menu item': 'menu_item',
   menu: 'menu_item',
   'list item': 'item',
   'tree item': 'item',
@@ -59,7 +59,7 @@ const ADDRESS_BAR_NAME = /\b(address|location|url)\b/i;
  */
 export function protocolRole(context: RoleContext): ElementRole | null {
   const { atspiRole } = context;
-  if (atspiRole === 'entry' || atspiRole === 'text' || atspiRole === 'editbar' || atspiRole === 'combo box') {
+  if (atspiRole === 'entry' || atspiRole === 'text' || atspiRole === 'edit bar' || atspiRole === 'combo box') {
     if (isAddressBar(context)) return 'address_bar';
     if (atspiRole === 'combo box' && !context.editable) return 'button';
     if (atspiRole === 'text' && !context.editable) return 'static_text';

@@ -1,5 +1,7 @@
+import * as dbus from '@jellybrick/dbus-next';
 import { expect } from 'chai';
 import path from 'node:path';
+import { atspiRoleName } from '../../../desktop/src/atspi-roles';
 import { AccessibilityClient, type AccessibilitySnapshot, type AccessibleElement, type AccessibleWindow } from '../../../desktop/src/accessibility';
 import { hitTest, matchAccessibleWindows } from '../../../desktop/src/hit-test';
 import { XInput } from '../../../desktop/src/input';
@@ -23,7 +25,27 @@ const SHOP = `<!doctype html>
 <p><a href="#details" style="font-size:20px">Order details</a></p>
 </body></html>`;
 
+const NEXT_PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><title>Deskhand next page</title></head>
+<body style="margin:24px;font:18px sans-serif">
+<h1>Next</h1>
+<p><button style="font-size:20px;padding:10px 24px">Next page button</button></p>
+</body></html>`;
+
 const UNICODE = 'héllo ✓ 日本';
+
+/** What a snapshot says of each element and window, to compare two snapshots element for element. */
+function described(snap: AccessibilitySnapshot): unknown[] {
+  return snap.windows.map((window) => ({
+    app: window.app,
+    pid: window.pid,
+    title: window.title,
+    bounds: window.bounds,
+    active: window.active,
+    url: window.url,
+    elements: window.elements.map(({ id, parentId, depth, atspiRole, role, name, bounds, states, text, app, inPage }) => ({ id, parentId, depth, atspiRole, role, name, bounds, states, text, app, inPage })),
+  }));
+}
 
 function center(bounds: { x: number; y: number; width: number; height: number }): { x: number; y: number } {
   return { x: Math.round(bounds.x + bounds.width / 2), y: Math.round(bounds.y + bounds.height / 2) };
@@ -67,7 +89,7 @@ describe('Linux desktop: windows, accessibility and hit-testing with real apps',
   before(async function () {
     this.timeout(90_000);
     desktop = await startDesktop();
-    pages = await servePages({ '/shop.html': SHOP });
+    pages = await servePages({ '/shop.html': SHOP, '/next.html': NEXT_PAGE });
     desktop.launch('mousepad', [path.join(desktop.dir, 'notes.txt')]);
     desktop.launch('xterm', ['-title', 'deskhand xterm', '-geometry', '60x12+700+560']);
     launchChromium(desktop, `${pages.origin}/shop.html`, { x: 0, y: 0, width: 820, height: 760 });
@@ -297,6 +319,106 @@ describe('Linux desktop: windows, accessibility and hit-testing with real apps',
         return current?.text === `${UNICODE}\nline two` ? current.text : null;
       }, 'the typed text in Mousepad');
       expect(text).to.equal(`${UNICODE}\nline two`);
+    });
+  });
+
+  describe("AccessibilityClient with the apps' caches", () => {
+    /** The cache snapshot and the full walk's, taken one after the other until they agree (the apps may be mid-change). */
+    const cacheAndWalk = async (): Promise<{ cached: AccessibilitySnapshot; walked: AccessibilitySnapshot }> => {
+      let last: { cached: AccessibilitySnapshot; walked: AccessibilitySnapshot } | null = null;
+      try {
+        return await until(async () => {
+          const cached = await accessibility.snapshot();
+          const walked = await accessibility.snapshot({ cache: false });
+          last = { cached, walked };
+          return JSON.stringify(described(cached)) === JSON.stringify(described(walked)) ? last : null;
+        }, 'the cache snapshot and the walk agreeing', 15_000);
+      } catch (error) {
+        if (!last) throw error;
+        const { cached, walked } = last as { cached: AccessibilitySnapshot; walked: AccessibilitySnapshot };
+        expect(described(cached)).to.deep.equal(described(walked));
+        throw error;
+      }
+    };
+
+    it('names every cached role as GetRoleName does', async () => {
+      const bus = dbus.sessionBus({ busAddress: accessibility.address });
+      const call = async (destination: string, objectPath: string, iface: string, member: string): Promise<unknown[]> =>
+        ((await bus.call(new dbus.Message({ destination, path: objectPath, interface: iface, member })))?.body ?? []) as unknown[];
+      try {
+        await accessibility.snapshot();
+        const [apps] = (await call('org.a11y.atspi.Registry', '/org/a11y/atspi/accessible/root', 'org.a11y.atspi.Accessible', 'GetChildren')) as [Array<[string, string]>];
+        let compared = 0;
+        const mismatches: string[] = [];
+        for (const [appBus] of apps) {
+          const items = await call(appBus, '/org/a11y/atspi/cache', 'org.a11y.atspi.Cache', 'GetItems').catch(() => null);
+          if (!items) continue;
+          for (const [[bus2, objectPath], , , , , , , role] of items[0] as Array<[[string, string], unknown, unknown, number, number, unknown, string, number]>) {
+            const answered = await call(bus2, objectPath, 'org.a11y.atspi.Accessible', 'GetRoleName').catch(() => null);
+            if (!answered) continue;
+            compared++;
+            if (atspiRoleName(role) !== answered[0]) mismatches.push(`${role}: ${atspiRoleName(role)} / ${String(answered[0])}`);
+          }
+        }
+        expect(mismatches).to.deep.equal([]);
+        expect(compared).to.be.greaterThan(100);
+      } finally {
+        bus.disconnect();
+      }
+    });
+
+    it('gives the same snapshot as the full walk, element for element', async () => {
+      const { cached, walked } = await cacheAndWalk();
+      expect([...new Set(cached.windows.map((window) => window.app))].sort()).to.deep.equal(['Chromium', 'mousepad']);
+      expect(walked.windows.reduce((sum, window) => sum + window.elements.length, 0)).to.be.greaterThan(30);
+      expect(cached.focused?.id).to.equal(walked.focused?.id);
+    });
+
+    it('makes fewer D-Bus calls with the cache than the walk', async () => {
+      await cacheAndWalk();
+      const before = accessibility.calls;
+      await accessibility.snapshot();
+      const withCache = accessibility.calls - before;
+      await accessibility.snapshot({ cache: false });
+      const walking = accessibility.calls - before - withCache;
+      expect(withCache).to.be.lessThan(walking);
+    });
+
+    it("sees Mousepad's new title and text after typing", async () => {
+      const before = windowOf(await snapshot(), 'mousepad')!;
+      const area = elementIn(before, (element) => element.role === 'text_area')!;
+      await raise('mousepad');
+      await input.click(center(area.bounds).x, center(area.bounds).y);
+      await input.key('ctrl+end');
+      await input.type(' cached');
+      // The title marks the file changed (the last test's typing may have marked it already): the
+      // window list's title, read from X, and the cached name agree.
+      const after = await until(async () => {
+        const [mousepad, { windows }] = [windowOf(await snapshot(), 'mousepad'), await listWindows(connection)];
+        const text = elementIn(mousepad, (element) => element.id === area.id)?.text;
+        const title = windows.find((window) => window.app === 'mousepad')?.title;
+        return mousepad && title?.startsWith(mousepad.title) && text?.endsWith(' cached') ? mousepad : null;
+      }, "Mousepad's title and text after typing");
+      expect(after.title).to.contain('notes.txt');
+      await cacheAndWalk();
+    });
+
+    it("shows the page Chromium navigated to, not the one it left (Chromium's cache keeps the old one)", async () => {
+      await raise('chromium');
+      await input.key('cmd+l');
+      await until(async () => ((await snapshot()).focused?.role === 'address_bar' ? true : null), 'the address bar focused');
+      await input.type(`${pages.origin}/next.html`);
+      await input.key('enter');
+      const chromium = await until(async () => {
+        const window = windowOf(await snapshot(), 'chromium');
+        return elementIn(window, (element) => element.role === 'button' && element.name === 'Next page button') ? window : null;
+      }, 'the next page in the accessibility tree', 20_000);
+      expect(elementIn(chromium, (element) => element.name === 'Buy now')).to.equal(undefined);
+      expect(chromium.url).to.equal(`${pages.origin}/next.html`);
+      const { cached } = await cacheAndWalk();
+      const next = elementIn(windowOf(cached, 'chromium'), (element) => element.name === 'Next page button')!;
+      expect(next.inPage).to.equal(true);
+      expect(next.bounds.width).to.be.greaterThan(10);
     });
   });
 });
