@@ -245,6 +245,7 @@ export function createContainer(
   const runnerConsole = new RunnerConsole();
   const startStates = new StartStatesService({
     db,
+    clock,
     baseUrl: config.baseUrl,
     machines,
     flow: startStateFlow,

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock';
 import type { Knex } from '../db/knex';
 import type { Caller } from '../audit/actor';
 import { ApiError, conflict, invalidRequest, notFound } from '../errors';
@@ -15,6 +16,8 @@ import { deleteStartStateUnlessUsed, findStartState, findStartStateByViewToken, 
 
 export interface StartStatesDeps {
   db: Knex;
+  /** Now, for a live view's time (when it closes, whether it still may be seen), as the start state flow reads it. */
+  clock: Clock;
   baseUrl: string;
   machines: MachinesService;
   flow: StartStateFlow;
@@ -197,7 +200,7 @@ export class StartStatesService {
   /** The open state a live view's token belongs to; 404 for any other token (or once it is no longer open). */
   async viewed(token: string): Promise<StartStateRow> {
     const row = await findStartStateByViewToken(this.deps.db, token);
-    if (!row || !row.view_expires_at || row.view_expires_at.getTime() <= Date.now()) throw notFound('This live view has ended (the machine was saved, closed or deleted)');
+    if (!row || !row.view_expires_at || row.view_expires_at.getTime() <= this.deps.clock.now().getTime()) throw notFound('This live view has ended (the machine was saved, closed or deleted)');
     return row;
   }
 
@@ -267,7 +270,7 @@ export class StartStatesService {
   /** A new live view: a capability token and when the open machine closes unless saved. */
   private newView(openMinutes: number | undefined): Pick<StartStateRow, 'view_token' | 'view_expires_at'> {
     const ms = openMinutes !== undefined ? openMinutes * 60_000 : this.deps.openForMs;
-    return { view_token: `dhv_${randomString(32)}`, view_expires_at: new Date(Date.now() + ms) };
+    return { view_token: `dhv_${randomString(32)}`, view_expires_at: new Date(this.deps.clock.now().getTime() + ms) };
   }
 
   /** An image cannot be changed or deleted (403 `image`); an id that is neither is 404. */

@@ -61,10 +61,11 @@ describe('the evals flows on the service\'s clock', function () {
     }
   });
 
-  it('closes an open start state once the clock passes its view_expires_at', async () => {
-    const { db, machines, startStateFlow } = service.running.container;
+  it('closes an open start state once the clock passes its view_expires_at, and its live view ends then', async () => {
+    const { db, machines, startStateFlow, startStates } = service.running.container;
     const { orgId } = await service.newOrg('Clock states org');
     const stateId = `ss_clock${Date.now()}`;
+    const token = `dhv_clock${Date.now()}`;
     const machine = await db.transaction((trx) => machines.request(trx, { orgId, owner: { kind: 'start_state', id: stateId }, disk: { image: 'macos-15' }, os: 'mac', label: 'clock test' }));
     await db('start_states').insert({
       id: stateId,
@@ -78,14 +79,18 @@ describe('the evals flows on the service\'s clock', function () {
       os: 'mac',
       machine_id: machine.id,
       machine_attempts: 1,
-      view_token: `dhv_clock${Date.now()}`,
+      view_token: token,
       view_expires_at: new Date(clock.now().getTime() + 60 * 60_000),
     });
 
     await startStateFlow.advance(stateId);
     expect(await db('start_states').where({ id: stateId }).first('status', 'machine_id')).to.deep.equal({ status: 'open', machine_id: machine.id });
+    expect((await startStates.viewed(token)).id).to.equal(stateId);
 
     clock.advance(2 * 60 * 60_000);
+    // The live view ends on the same clock, even before the flow has closed the machine.
+    const ended = await startStates.viewed(token).then(() => null, (error: { status?: number }) => error);
+    expect(ended?.status).to.equal(404);
     await startStateFlow.advance(stateId);
     const closed = await db('start_states').where({ id: stateId }).first('status', 'machine_id', 'error');
     expect(closed).to.deep.equal({ status: 'failed', machine_id: null, error: 'The open machine closed unsaved at view.expires_at' });
