@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config';
 import { createRedis, isCluster, type Redis } from '../shared/redis';
 import type { Logger } from '../shared/logger';
 import { JOBS, type QueueName } from '../shared/queues/catalog';
-import { assertJobPayload, queuePrefix } from '../shared/queues/job-queues';
+import { assertJobPayload, queuePrefix, type JobQueues } from '../shared/queues/job-queues';
 
 /**
  * What a processor gets besides its payload. The services it uses it gets from its queue's
@@ -23,8 +23,10 @@ export interface JobHelpers {
 
 /** What any queue's worker needs from its process: where Redis is, the queue settings, a logger. */
 export interface WorkerRuntime {
-  config: Pick<Readonly<Config>, 'redisUrl' | 'redisClusterNodes' | 'redisPrefix' | 'redisCommandTimeoutMs' | 'workerLockDurationMs' | 'workerStalledIntervalMs'>;
+  config: Pick<Readonly<Config>, 'redisUrl' | 'redisClusterNodes' | 'redisPrefix' | 'workerLockDurationMs' | 'workerStalledIntervalMs'>;
   logger: Logger;
+  /** The process's queues, on its commands connection: the liveness guard asks them what waits. */
+  queues: Pick<JobQueues, 'queue'>;
 }
 
 /** A processor is a plain function; `index.ts` of each queue folder maps job names to them. */
@@ -180,10 +182,7 @@ export function startQueueWorker(runtime: WorkerRuntime, wiring: QueueWiring): R
   let current = start();
   /** Stuck workers being let finish their running jobs, each with its end. */
   const retiring = new Map<WorkerInstance, Promise<void>>();
-  // The guard's own connection: it asks the queue, never blocks.
-  const lookConnection = createRedis(config, { name: `deskhand-watch-${wiring.queue}`, scripted: true, commandTimeoutMs: config.redisCommandTimeoutMs });
-  const queue = new Queue(wiring.queue, { connection: lookConnection, prefix: prefix(lookConnection) });
-  queue.on('error', () => undefined);
+  const queue = runtime.queues.queue(wiring.queue);
   let workSince: number | null = null;
   const guard = everyInterval(
     LIVENESS_LOOK_EVERY_MS,
@@ -212,15 +211,10 @@ export function startQueueWorker(runtime: WorkerRuntime, wiring: QueueWiring): R
     },
     async close() {
       await guard.stop();
-      await Promise.all([
-        queue.close().then(() => lookConnection.quit()).catch(() => lookConnection.disconnect()),
-        ...retiring.values(),
-        close(current),
-      ]);
+      await Promise.all([...retiring.values(), close(current)]);
     },
     abandon() {
       void guard.stop();
-      lookConnection.disconnect();
       for (const stuck of retiring.keys()) abandon(stuck);
       abandon(current);
     },

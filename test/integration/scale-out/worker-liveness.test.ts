@@ -48,7 +48,7 @@ describe('a queue worker on a Redis Cluster after its master fails over', functi
       const taken = new Set<string>();
       let worker: RunningWorker | null = null;
       try {
-        worker = startQueueWorker({ config, logger }, {
+        worker = startQueueWorker({ config, logger, queues }, {
           queue: QUEUE_NAMES.webhooks,
           concurrency: 4,
           processors: {
