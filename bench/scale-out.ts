@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis as SingleRedis } from 'ioredis';
-import pg from 'pg';
 import { loadConfig } from '../shared/config';
 import { createContainer, type Container } from '../shared/container';
 import { createKnex, migrateLatest, type Knex } from '../shared/db/knex';
@@ -12,7 +11,8 @@ import { newId } from '../shared/ids';
 import { QUEUE_NAMES } from '../shared/queues/catalog';
 import { jobId } from '../shared/queues/job-queues';
 import { benchServers, databaseBackendsCpuMs, processCpuMs, procfileNodeFlags, type ReadyServer } from './support/processes';
-import { accepts, freePort, freePorts } from '../test/support/ports';
+import { accepts, freePorts } from '../test/support/ports';
+import { startPgBouncer } from '../test/support/pgbouncer';
 
 /**
  * `npm run bench -- scale-out`: what each tier carries, for docs/operations.md "Running past one
@@ -515,48 +515,6 @@ async function countsPart(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Part 2: the steps and machines benches straight to PostgreSQL and through PgBouncer.
 
-async function startPgBouncer(): Promise<{ url: string; close(): Promise<void> }> {
-  const binary = '/usr/sbin/pgbouncer';
-  if (!fs.existsSync(binary)) throw new Error(`${binary} is missing: run scripts/setup.sh --test (it installs Debian's pgbouncer)`);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-scale-out-pgbouncer-'));
-  fs.chmodSync(dir, 0o755);
-  const port = await freePort();
-  const users = path.join(dir, 'users.txt');
-  fs.writeFileSync(users, '"postgres" ""\n', { mode: 0o644 });
-  const ini = path.join(dir, 'pgbouncer.ini');
-  fs.writeFileSync(ini, [
-    '[databases]', '* = host=127.0.0.1 port=5432', '[pgbouncer]', 'listen_addr = 127.0.0.1', `listen_port = ${port}`, 'unix_socket_dir =',
-    'auth_type = trust', `auth_file = ${users}`, 'pool_mode = transaction', 'default_pool_size = 20', 'max_client_conn = 1000',
-    'ignore_startup_parameters = extra_float_digits,search_path', '',
-  ].join('\n'), { mode: 0o644 });
-  const child = spawn(binary, [...(process.getuid?.() === 0 ? ['-u', 'postgres'] : []), ini], { stdio: 'ignore' });
-  const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
-  const url = new URL(DATABASE_URL);
-  url.port = String(port);
-  for (let tries = 0; ; tries++) {
-    const client = new pg.Client({ connectionString: url.toString() });
-    try {
-      await client.connect();
-      await client.end();
-      break;
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      if (tries > 50) {
-        await close();
-        throw error;
-      }
-      await sleep(100);
-    }
-  }
-  return { url: url.toString(), close };
-}
-
 /** Runs a bench's `run` with `env` set, its lines printed indented and returned. */
 async function benchLines(name: 'steps' | 'machines', env: Record<string, string | undefined>): Promise<string[]> {
   const saved = Object.fromEntries(Object.keys(env).map((key) => [key, process.env[key]]));
@@ -582,10 +540,11 @@ async function benchLines(name: 'steps' | 'machines', env: Record<string, string
 async function poolerPart(): Promise<void> {
   const bouncer = await startPgBouncer();
   try {
+    const pooledUrl = bouncer.through(DATABASE_URL);
     const figures: Record<string, { steps: string[]; machines: string[] }> = {};
     for (const [mode, env] of [
       ['straight to PostgreSQL', { BENCH_DATABASE_URL: DATABASE_URL, DESKHAND_DATABASE_POOLER: undefined }],
-      ['through PgBouncer, transaction mode', { BENCH_DATABASE_URL: bouncer.url, DESKHAND_DATABASE_POOLER: 'transaction' }],
+      ['through PgBouncer, transaction mode', { BENCH_DATABASE_URL: pooledUrl, DESKHAND_DATABASE_POOLER: 'transaction' }],
     ] as const) {
       console.log(`scale-out, pooler: ${mode}`);
       figures[mode] = { steps: await benchLines('steps', env), machines: await benchLines('machines', env) };
