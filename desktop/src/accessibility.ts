@@ -302,7 +302,7 @@ export class AccessibilityClient {
       const read = await Promise.all(
         level.map(({ ref, parent }) => {
           const parentInPage = inPage.has(parent.id) || DOCUMENT_ROLES.has(parent.atspiRole);
-          if (parentInPage) inPage.add(`${ref.bus}${ref.path}`);
+          if (parentInPage) inPage.add(idOf(ref));
           return this.readElement(ref, parent, parent.depth + 1, app, inBrowser, parentInPage, settings, cache);
         }),
       );
@@ -342,15 +342,14 @@ export class AccessibilityClient {
     const timeout = settings.callTimeoutMs;
     const call = (iface: string, member: string, signature = '', body: unknown[] = []) => this.callOrAhead(cache, ref, iface, member, signature, body, timeout);
     const cached = cache?.items.get(idOf(ref));
-    const read = cached ? await this.readCached(cached, call) : await this.readLive(call);
+    const read = cached ? await this.readCached(cached, call) : await this.readLive(ref, timeout);
     if (!read) return null;
     const { atspiRole, name: elementName, states, extents, children } = read;
-    const needsAttributes = inBrowser && !inPage && (atspiRole === 'entry' || atspiRole === 'text');
-    const attributes = needsAttributes ? (((await call(ACCESSIBLE, 'GetAttributes')) ?? [{}])[0] as Record<string, string>) : {};
+    const attributes = needsAttributes(atspiRole, inBrowser, inPage) ? (((await call(ACCESSIBLE, 'GetAttributes')) ?? [{}])[0] as Record<string, string>) : {};
     const mapped = protocolRole({ atspiRole, name: elementName, multiLine: states.multiLine, editable: states.editable, inBrowser, inPage, attributes });
     let text: string | null = null;
     if (mapped && TEXT_ROLES.has(mapped)) {
-      text = (mapped === 'static_text' && elementName) || (await this.readText(ref, settings.maxTextLength, timeout, cache));
+      text = needsTextRead(mapped, elementName) ? await this.readText(ref, settings.maxTextLength, timeout, cache) : elementName;
     }
     const [x, y, width, height] = extents ? (extents[0] as number[]) : [0, 0, 0, 0];
     return {
@@ -372,25 +371,24 @@ export class AccessibilityClient {
     };
   }
 
-  /** An element with calls of its own: its state, then, if it is showing, its role, name, extents and children. */
-  private async readLive(call: (iface: string, member: string, signature?: string, body?: unknown[]) => Promise<unknown[] | null>): Promise<ElementRead | null> {
+  /** An element the cache lacks, with calls of its own: its state, then, if it is showing, its role, name, extents and children. */
+  private async readLive(ref: ObjectRef, timeout: number): Promise<ElementRead | null> {
     // The state first: most of a tree is not showing (closed menus, a browser's hidden views),
     // and neither such an element nor anything under it is read further. Two round trips a
     // level instead of one, for less than half the calls.
-    const state = await call(ACCESSIBLE, 'GetState');
+    const state = await this.callWithin(ref, ACCESSIBLE, 'GetState', '', [], timeout);
     if (!state) return null;
     const words = state[0] as number[];
     const states = readStates(words);
     if (!states.showing) return null;
     const [role, name, extents, children] = await Promise.all([
-      call(ACCESSIBLE, 'GetRoleName'),
-      call('org.freedesktop.DBus.Properties', 'Get', 'ss', [ACCESSIBLE, 'Name']),
-      call('org.a11y.atspi.Component', 'GetExtents', 'u', [COORDS_SCREEN]),
-      call(ACCESSIBLE, 'GetChildren'),
+      this.callWithin(ref, ACCESSIBLE, 'GetRoleName', '', [], timeout),
+      this.property(ref, ACCESSIBLE, 'Name', timeout),
+      this.callWithin(ref, 'org.a11y.atspi.Component', 'GetExtents', 'u', [COORDS_SCREEN], timeout),
+      this.callWithin(ref, ACCESSIBLE, 'GetChildren', '', [], timeout),
     ]);
     if (!role) return null;
-    const nameValue = name ? (name[0] as dbus.Variant).value : null;
-    return { atspiRole: String(role[0]), name: typeof nameValue === 'string' ? nameValue : '', states, active: hasState(words, STATE.ACTIVE), extents, children };
+    return { atspiRole: String(role[0]), name: typeof name === 'string' ? name : '', states, active: hasState(words, STATE.ACTIVE), extents, children };
   }
 
   /** An element the cache has: its role, name and states from the cache, its extents and children from the calls made ahead. */
@@ -412,7 +410,7 @@ export class AccessibilityClient {
     for (const [[bus, path], , [parentBus, parentPath], index, childCount, , name, role, , states] of reply[0] as CacheItemReply[]) {
       const atspiRole = atspiRoleName(role);
       if (atspiRole === null) continue;
-      items.set(`${bus}${path}`, { parentId: `${parentBus}${parentPath}`, index, childCount, atspiRole, name, states });
+      items.set(idOf({ bus, path }), { parentId: idOf({ bus: parentBus, path: parentPath }), index, childCount, atspiRole, name, states });
     }
     return items;
   }
@@ -448,8 +446,8 @@ export class AccessibilityClient {
         if (mayHaveChildren(item)) ask(id, ACCESSIBLE, 'GetChildren');
         // The protocol role's being a text role does not depend on the attributes (an address bar or a field).
         const mapped = protocolRole({ atspiRole: item.atspiRole, name: item.name, multiLine: states.multiLine, editable: states.editable, inBrowser, inPage, attributes: {} });
-        if (inBrowser && !inPage && (item.atspiRole === 'entry' || item.atspiRole === 'text')) ask(id, ACCESSIBLE, 'GetAttributes');
-        if (mapped && TEXT_ROLES.has(mapped) && !(mapped === 'static_text' && item.name)) ask(id, 'org.a11y.atspi.Text', 'GetText', 'ii', [0, settings.maxTextLength]);
+        if (needsAttributes(item.atspiRole, inBrowser, inPage)) ask(id, ACCESSIBLE, 'GetAttributes');
+        if (mapped && TEXT_ROLES.has(mapped) && needsTextRead(mapped, item.name)) ask(id, 'org.a11y.atspi.Text', 'GetText', 'ii', [0, settings.maxTextLength]);
         if (inBrowser && DOCUMENT_ROLES.has(item.atspiRole)) ask(id, 'org.a11y.atspi.Document', 'GetAttributes');
         const childInPage = inPage || DOCUMENT_ROLES.has(item.atspiRole);
         for (const child of childrenOf.get(id) ?? []) next.push({ id: child, inPage: childInPage });
@@ -552,6 +550,16 @@ function idOf(ref: ObjectRef): string {
 function refOf(id: string): ObjectRef {
   const slash = id.indexOf('/');
   return { bus: id.slice(0, slash), path: id.slice(slash) };
+}
+
+/** Whether an element's attributes are read: a browser's own fields (not the page's), to tell its address bar. */
+function needsAttributes(atspiRole: string, inBrowser: boolean, inPage: boolean): boolean {
+  return inBrowser && !inPage && (atspiRole === 'entry' || atspiRole === 'text');
+}
+
+/** Whether an element of a text role has its text read: all but static text with a name, whose name is its text. */
+function needsTextRead(role: ElementRole, name: string): boolean {
+  return !(role === 'static_text' && name);
 }
 
 /**
